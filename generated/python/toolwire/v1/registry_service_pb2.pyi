@@ -1,0 +1,183 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from toolwire.v1 import tool_pb2 as _tool_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ModelFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODEL_FORMAT_UNSPECIFIED: _ClassVar[ModelFormat]
+    MODEL_FORMAT_ANTHROPIC: _ClassVar[ModelFormat]
+    MODEL_FORMAT_OPENAI_CHAT: _ClassVar[ModelFormat]
+    MODEL_FORMAT_OPENAI_RESPONSES: _ClassVar[ModelFormat]
+    MODEL_FORMAT_GEMINI: _ClassVar[ModelFormat]
+    MODEL_FORMAT_MCP: _ClassVar[ModelFormat]
+MODEL_FORMAT_UNSPECIFIED: ModelFormat
+MODEL_FORMAT_ANTHROPIC: ModelFormat
+MODEL_FORMAT_OPENAI_CHAT: ModelFormat
+MODEL_FORMAT_OPENAI_RESPONSES: ModelFormat
+MODEL_FORMAT_GEMINI: ModelFormat
+MODEL_FORMAT_MCP: ModelFormat
+
+class RegisterRequest(_message.Message):
+    __slots__ = ("definition", "provider_id")
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    definition: _tool_pb2.ToolDefinition
+    provider_id: str
+    def __init__(self, definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ..., provider_id: _Optional[str] = ...) -> None: ...
+
+class RegisterResponse(_message.Message):
+    __slots__ = ("definition",)
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    definition: _tool_pb2.ToolDefinition
+    def __init__(self, definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ...) -> None: ...
+
+class UnregisterRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class UnregisterResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("group", "safety_tier", "name_prefix")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    SAFETY_TIER_FIELD_NUMBER: _ClassVar[int]
+    NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    safety_tier: _tool_pb2.SafetyTier
+    name_prefix: str
+    def __init__(self, group: _Optional[str] = ..., safety_tier: _Optional[_Union[_tool_pb2.SafetyTier, str]] = ..., name_prefix: _Optional[str] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]
+    def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class DispatchRequest(_message.Message):
+    __slots__ = ("name", "arguments_json", "context")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    arguments_json: str
+    context: _tool_pb2.CallContext
+    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., context: _Optional[_Union[_tool_pb2.CallContext, _Mapping]] = ...) -> None: ...
+
+class DispatchResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _tool_pb2.ToolResult
+    def __init__(self, result: _Optional[_Union[_tool_pb2.ToolResult, _Mapping]] = ...) -> None: ...
+
+class GenerateStubsRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GenerateStubsResponse(_message.Message):
+    __slots__ = ("typescript",)
+    TYPESCRIPT_FIELD_NUMBER: _ClassVar[int]
+    typescript: str
+    def __init__(self, typescript: _Optional[str] = ...) -> None: ...
+
+class ToModelToolsRequest(_message.Message):
+    __slots__ = ("format", "names")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    format: ModelFormat
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, format: _Optional[_Union[ModelFormat, str]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Diagnostic(_message.Message):
+    __slots__ = ("tool_name", "path", "message")
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    tool_name: str
+    path: str
+    message: str
+    def __init__(self, tool_name: _Optional[str] = ..., path: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ToModelToolsResponse(_message.Message):
+    __slots__ = ("tools_json", "diagnostics")
+    TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    tools_json: str
+    diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
+    def __init__(self, tools_json: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ...) -> None: ...
+
+class ProvideRequest(_message.Message):
+    __slots__ = ("hello", "outcome")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    hello: ProviderHello
+    outcome: CallOutcome
+    def __init__(self, hello: _Optional[_Union[ProviderHello, _Mapping]] = ..., outcome: _Optional[_Union[CallOutcome, _Mapping]] = ...) -> None: ...
+
+class ProviderHello(_message.Message):
+    __slots__ = ("provider_name", "tools")
+    PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    provider_name: str
+    tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]
+    def __init__(self, provider_name: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_tool_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class CallOutcome(_message.Message):
+    __slots__ = ("call_id", "result")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    result: _tool_pb2.ToolResult
+    def __init__(self, call_id: _Optional[str] = ..., result: _Optional[_Union[_tool_pb2.ToolResult, _Mapping]] = ...) -> None: ...
+
+class ProvideResponse(_message.Message):
+    __slots__ = ("accepted", "call", "cancelled")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    accepted: ProviderAccepted
+    call: CallOrder
+    cancelled: CallCancelled
+    def __init__(self, accepted: _Optional[_Union[ProviderAccepted, _Mapping]] = ..., call: _Optional[_Union[CallOrder, _Mapping]] = ..., cancelled: _Optional[_Union[CallCancelled, _Mapping]] = ...) -> None: ...
+
+class ProviderAccepted(_message.Message):
+    __slots__ = ("provider_id", "tools")
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    provider_id: str
+    tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]
+    def __init__(self, provider_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_tool_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class CallOrder(_message.Message):
+    __slots__ = ("call_id", "name", "arguments_json", "context", "timeout")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    name: str
+    arguments_json: str
+    context: _tool_pb2.CallContext
+    timeout: _duration_pb2.Duration
+    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., context: _Optional[_Union[_tool_pb2.CallContext, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CallCancelled(_message.Message):
+    __slots__ = ("call_id",)
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    def __init__(self, call_id: _Optional[str] = ...) -> None: ...

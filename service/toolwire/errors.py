@@ -1,0 +1,37 @@
+"""Exceptions of the registry's management operations.
+
+Dispatch never raises (its failures are `ToolResult`s); registering and
+unregistering do, and each error carries what a caller needs to fix the call.
+"""
+
+from __future__ import annotations
+
+
+class ToolwireError(Exception):
+    """Base of toolwire's exceptions."""
+
+
+class InvalidDefinitionError(ToolwireError):
+    """A tool definition that cannot be registered as it is."""
+
+
+class DuplicateToolError(ToolwireError):
+    """The name is taken; `suggestion` is a free one."""
+
+    def __init__(self, name: str, suggestion: str) -> None:
+        super().__init__(
+            f"tool '{name}' already exists; register it under another name, "
+            f"for example '{suggestion}'"
+        )
+        self.name = name
+        self.suggestion = suggestion
+
+
+class ToolNotFoundError(ToolwireError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no tool named '{name}' is registered")
+        self.name = name
+
+
+class NotOwnerError(ToolwireError):
+    """A provider tried to change a tool that another provider registered."""

@@ -1,0 +1,1 @@
+"""Model API tool formats."""

@@ -1,0 +1,71 @@
+"""A tool as the registry holds it: a definition and the handler that serves it."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import CallContext, ToolDefinition
+
+Handler = Callable[[Mapping[str, Any], "ToolContext"], Any]
+"""Takes validated arguments and the call's context. May be sync or async; may
+return a string, JSON-able data, a pydantic model or a `ToolResult`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a handler may know about the call it serves.
+
+    Sync handlers cannot be cancelled from outside; a long-running one should
+    poll `cancelled` and stop when it is set.
+    """
+
+    tool_name: str
+    call: CallContext
+    deadline: float
+    """`time.monotonic()` value after which the registry gives up on the call."""
+    cancelled: asyncio.Event | _ThreadFlag = field(default_factory=lambda: _ThreadFlag())
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+class _ThreadFlag:
+    """A cancellation flag that a worker thread can read without an event loop."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A definition bound to its handler. `blocking` handlers run in worker
+    threads so that they never stall the event loop."""
+
+    definition: ToolDefinition
+    handler: Handler
+    blocking: bool = False
+
+    @classmethod
+    def of(cls, definition: ToolDefinition, handler: Handler) -> Tool:
+        return cls(definition, handler, blocking=not _is_async(handler))
+
+
+def _is_async(handler: Callable[..., Any]) -> bool:
+    target = getattr(handler, "__call__", handler) if not inspect.isfunction(handler) else handler
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(target)
+
+
+AsyncHandler = Callable[[Mapping[str, Any], ToolContext], Awaitable[Any]]
