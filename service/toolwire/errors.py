@@ -35,3 +35,11 @@ class ToolNotFoundError(ToolwireError):
 
 class NotOwnerError(ToolwireError):
     """A provider tried to change a tool that another provider registered."""
+
+
+class ProviderNotFoundError(ToolwireError):
+    def __init__(self, provider_id: str) -> None:
+        super().__init__(
+            f"no connected provider has id '{provider_id}'; open a Provide stream first and "
+            "use the provider_id it returns"
+        )

@@ -167,6 +167,14 @@ def _check_agreement(given: tuple[ToolParameter, ...], derived: tuple[ToolParame
             )
 
 
+def _ordered_like(schema: JsonObject, parameters: tuple[ToolParameter, ...]) -> JsonObject:
+    """Properties in the order of the parameter list: the order a model reads
+    them in, which a schema that crossed the wire as a map has lost."""
+    properties = schema.get("properties") or {}
+    ordered = {p.name: properties[p.name] for p in parameters if p.name in properties}
+    return {**schema, "properties": ordered}
+
+
 def normalize_definition(definition: ToolDefinition) -> ToolDefinition:
     """Check a definition and fill in whichever input form is missing."""
     _check_parameters(definition.parameters)
@@ -180,5 +188,7 @@ def normalize_definition(definition: ToolDefinition) -> ToolDefinition:
     derived = parameters_from_input_schema(definition.input_schema)
     if definition.parameters:
         _check_agreement(definition.parameters, derived)
-        return definition
+        return definition.model_copy(
+            update={"input_schema": _ordered_like(definition.input_schema, definition.parameters)}
+        )
     return definition.model_copy(update={"parameters": derived})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,14 +27,14 @@ class ToolContext:
     call: CallContext
     deadline: float
     """`time.monotonic()` value after which the registry gives up on the call."""
-    cancelled: asyncio.Event | _ThreadFlag = field(default_factory=lambda: _ThreadFlag())
+    cancelled: CancelFlag = field(default_factory=lambda: CancelFlag())
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
 
-class _ThreadFlag:
-    """A cancellation flag that a worker thread can read without an event loop."""
+class CancelFlag:
+    """Set when the registry gives up on a call; readable from any thread."""
 
     __slots__ = ("_set",)
 

@@ -1,0 +1,273 @@
+"""The one mapping between the core's models and toolwire.v1's messages.
+
+The servicers and the Python client both translate through here, so a field
+added to the contract is mapped once. Struct numbers are doubles on the wire;
+integral ones come back as ints so that schemas read `"maxLength": 64`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf import duration_pb2, json_format, struct_pb2
+
+from .formats import ModelTools
+from .models import (
+    CallContext,
+    ErrorCode,
+    JsonObject,
+    ModelFormat,
+    ParameterType,
+    SafetyTier,
+    ToolDefinition,
+    ToolParameter,
+    ToolResult,
+)
+from .v1 import registry_service_pb2 as rpb
+from .v1 import tool_pb2 as pb
+
+_PARAMETER_TYPES = {
+    ParameterType.STRING: pb.PARAMETER_TYPE_STRING,
+    ParameterType.NUMBER: pb.PARAMETER_TYPE_NUMBER,
+    ParameterType.INTEGER: pb.PARAMETER_TYPE_INTEGER,
+    ParameterType.BOOLEAN: pb.PARAMETER_TYPE_BOOLEAN,
+    ParameterType.OBJECT: pb.PARAMETER_TYPE_OBJECT,
+    ParameterType.ARRAY: pb.PARAMETER_TYPE_ARRAY,
+}
+_TIERS = {
+    SafetyTier.READ_ONLY: pb.SAFETY_TIER_READ_ONLY,
+    SafetyTier.SIDE_EFFECTING: pb.SAFETY_TIER_SIDE_EFFECTING,
+    SafetyTier.PRIVILEGED: pb.SAFETY_TIER_PRIVILEGED,
+}
+_ERROR_CODES = {
+    ErrorCode.NOT_FOUND: pb.ERROR_CODE_NOT_FOUND,
+    ErrorCode.INVALID_ARGUMENTS: pb.ERROR_CODE_INVALID_ARGUMENTS,
+    ErrorCode.DENIED_BY_POLICY: pb.ERROR_CODE_DENIED_BY_POLICY,
+    ErrorCode.APPROVAL_REQUIRED: pb.ERROR_CODE_APPROVAL_REQUIRED,
+    ErrorCode.TIMEOUT: pb.ERROR_CODE_TIMEOUT,
+    ErrorCode.HANDLER_ERROR: pb.ERROR_CODE_HANDLER_ERROR,
+    ErrorCode.PROVIDER_UNAVAILABLE: pb.ERROR_CODE_PROVIDER_UNAVAILABLE,
+    ErrorCode.RESOURCE_EXHAUSTED: pb.ERROR_CODE_RESOURCE_EXHAUSTED,
+    ErrorCode.CANCELLED: pb.ERROR_CODE_CANCELLED,
+}
+_FORMATS = {
+    ModelFormat.ANTHROPIC: rpb.MODEL_FORMAT_ANTHROPIC,
+    ModelFormat.OPENAI_CHAT: rpb.MODEL_FORMAT_OPENAI_CHAT,
+    ModelFormat.OPENAI_RESPONSES: rpb.MODEL_FORMAT_OPENAI_RESPONSES,
+    ModelFormat.GEMINI: rpb.MODEL_FORMAT_GEMINI,
+    ModelFormat.MCP: rpb.MODEL_FORMAT_MCP,
+}
+
+
+def _inverse(mapping: dict[Any, int]) -> dict[int, Any]:
+    return {v: k for k, v in mapping.items()}
+
+
+_PARAMETER_TYPES_IN = _inverse(_PARAMETER_TYPES)
+_TIERS_IN = _inverse(_TIERS)
+_ERROR_CODES_IN = _inverse(_ERROR_CODES)
+_FORMATS_IN = _inverse(_FORMATS)
+
+
+class ConversionError(ValueError):
+    """A message whose content cannot become a core model (a malformed request)."""
+
+
+def _integral(value: Any) -> Any:
+    """Integral doubles back to ints, and keys sorted: a Struct is a map, so the
+    order it arrives in is the transport's, and sorting makes it deterministic."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def struct_to_dict(message: struct_pb2.Struct) -> JsonObject:
+    return _integral(json_format.MessageToDict(message))  # type: ignore[no-any-return]
+
+
+def dict_to_struct(data: JsonObject) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    json_format.ParseDict(data, message)
+    return message
+
+
+def value_to_python(message: struct_pb2.Value) -> Any:
+    return _integral(json_format.MessageToDict(message))
+
+
+def python_to_value(data: Any) -> struct_pb2.Value:
+    message = struct_pb2.Value()
+    json_format.ParseDict(data, message)
+    return message
+
+
+def seconds_to_duration(seconds: float) -> duration_pb2.Duration:
+    message = duration_pb2.Duration()
+    message.FromNanoseconds(round(seconds * 1e9))
+    return message
+
+
+def duration_to_seconds(message: duration_pb2.Duration) -> float:
+    return message.seconds + message.nanos / 1e9
+
+
+def parameter_to_proto(parameter: ToolParameter) -> pb.ToolParameter:
+    message = pb.ToolParameter(
+        name=parameter.name,
+        type=_PARAMETER_TYPES[parameter.type],
+        description=parameter.description,
+        required=parameter.required,
+        enum_values=parameter.enum_values,
+    )
+    if parameter.json_schema:
+        message.json_schema.CopyFrom(dict_to_struct(parameter.json_schema))
+    return message
+
+
+def parameter_from_proto(message: pb.ToolParameter) -> ToolParameter:
+    kind = _PARAMETER_TYPES_IN.get(message.type)
+    if kind is None:
+        raise ConversionError(
+            f"parameter '{message.name}' needs a type (string, number, integer, boolean, "
+            "object or array)"
+        )
+    return ToolParameter(
+        name=message.name,
+        type=kind,
+        description=message.description,
+        required=message.required,
+        enum_values=tuple(message.enum_values),
+        json_schema=struct_to_dict(message.json_schema) if message.HasField("json_schema") else {},
+    )
+
+
+def definition_to_proto(definition: ToolDefinition) -> pb.ToolDefinition:
+    message = pb.ToolDefinition(
+        name=definition.name,
+        description=definition.description,
+        parameters=[parameter_to_proto(p) for p in definition.parameters],
+        safety_tier=_TIERS[definition.safety_tier],
+        group=definition.group,
+        labels=definition.labels,
+    )
+    if definition.input_schema is not None:
+        message.input_schema.CopyFrom(dict_to_struct(definition.input_schema))
+    if definition.output_schema is not None:
+        message.output_schema.CopyFrom(dict_to_struct(definition.output_schema))
+    if definition.timeout_seconds is not None:
+        message.timeout.CopyFrom(seconds_to_duration(definition.timeout_seconds))
+    return message
+
+
+def definition_from_proto(message: pb.ToolDefinition) -> ToolDefinition:
+    """Raises ConversionError with a caller-readable reason for bad content."""
+    timeout = duration_to_seconds(message.timeout) if message.HasField("timeout") else None
+    if timeout is not None and timeout <= 0:
+        raise ConversionError(f"tool '{message.name}': timeout must be positive, got {timeout}s")
+    try:
+        return ToolDefinition(
+            name=message.name,
+            description=message.description,
+            parameters=tuple(parameter_from_proto(p) for p in message.parameters),
+            input_schema=struct_to_dict(message.input_schema)
+            if message.HasField("input_schema")
+            else None,
+            output_schema=struct_to_dict(message.output_schema)
+            if message.HasField("output_schema")
+            else None,
+            safety_tier=_TIERS_IN.get(message.safety_tier, SafetyTier.SIDE_EFFECTING),
+            group=message.group,
+            timeout_seconds=timeout,
+            labels=dict(message.labels),
+        )
+    except ValueError as e:  # pydantic's ValidationError is a ValueError
+        raise ConversionError(f"tool '{message.name}': {e}") from e
+
+
+def context_to_proto(context: CallContext) -> pb.CallContext:
+    return pb.CallContext(
+        caller_id=context.caller_id, session_id=context.session_id, user_id=context.user_id
+    )
+
+
+def context_from_proto(message: pb.CallContext) -> CallContext:
+    return CallContext(
+        caller_id=message.caller_id, session_id=message.session_id, user_id=message.user_id
+    )
+
+
+def result_to_proto(result: ToolResult) -> pb.ToolResult:
+    message = pb.ToolResult(
+        success=result.success,
+        output=result.output,
+        error=result.error,
+        error_code=_ERROR_CODES[result.error_code] if result.error_code else 0,
+        truncated=result.truncated,
+        original_size_bytes=result.original_size_bytes,
+    )
+    if result.structured_output is not None:
+        message.structured_output.CopyFrom(python_to_value(result.structured_output))
+    message.duration.FromNanoseconds(round(result.duration_seconds * 1e9))
+    return message
+
+
+def result_from_proto(message: pb.ToolResult) -> ToolResult:
+    """A result from a peer (a provider): a broken one becomes an honest failure."""
+    code = _ERROR_CODES_IN.get(message.error_code)
+    structured = (
+        value_to_python(message.structured_output)
+        if message.HasField("structured_output")
+        else None
+    )
+    if message.success:
+        return ToolResult.ok(message.output, structured).model_copy(
+            update={
+                "duration_seconds": duration_to_seconds(message.duration),
+                "truncated": message.truncated,
+                "original_size_bytes": message.original_size_bytes,
+            }
+        )
+    return ToolResult(
+        success=False,
+        output=message.output,
+        error=message.error or "the tool failed without saying why",
+        error_code=code or ErrorCode.HANDLER_ERROR,
+        duration_seconds=duration_to_seconds(message.duration),
+        truncated=message.truncated,
+        original_size_bytes=message.original_size_bytes,
+    )
+
+
+def format_from_proto(value: int) -> ModelFormat:
+    fmt = _FORMATS_IN.get(value)
+    if fmt is None:
+        names = ", ".join(rpb.ModelFormat.Name(v) for v in _FORMATS.values())
+        raise ConversionError(f"format must be one of {names}")
+    return fmt  # type: ignore[no-any-return]
+
+
+def format_to_proto(fmt: ModelFormat) -> int:
+    return _FORMATS[fmt]
+
+
+def tier_from_proto(value: int) -> SafetyTier | None:
+    return _TIERS_IN.get(value)
+
+
+def tier_to_proto(tier: SafetyTier) -> int:
+    return _TIERS[tier]
+
+
+def model_tools_to_proto(converted: ModelTools) -> rpb.ToModelToolsResponse:
+    return rpb.ToModelToolsResponse(
+        tools_json=json.dumps(converted.tools, ensure_ascii=False),
+        diagnostics=[
+            rpb.Diagnostic(tool_name=d.tool_name, path=d.path, message=d.message)
+            for d in converted.diagnostics
+        ],
+    )

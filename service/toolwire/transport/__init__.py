@@ -1,0 +1,1 @@
+"""Transports: thin translators between the wire and the core. No rules here."""
