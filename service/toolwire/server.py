@@ -37,7 +37,12 @@ class ServerConfig:
 class GrpcServer:
     """A started grpc.aio server around a registry; `port` is the bound port."""
 
-    def __init__(self, registry: ToolRegistry, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        config: ServerConfig,
+        extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
+    ) -> None:
         self.registry = registry
         self.config = config
         self.hub = ProviderHub(registry)
@@ -54,6 +59,7 @@ class GrpcServer:
             RegistryServicer(registry, self.hub), self._server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        self._server.add_generic_rpc_handlers(extra_handlers)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
