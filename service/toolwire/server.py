@@ -66,7 +66,10 @@ class GrpcServer:
 
     async def start(self) -> int:
         address = f"{self.config.host}:{self.config.port}"
-        self.port = self._server.add_insecure_port(address)
+        try:
+            self.port = self._server.add_insecure_port(address)
+        except RuntimeError as e:
+            raise OSError(f"could not listen on {address}: {e}") from e
         if self.port == 0:
             raise OSError(f"could not listen on {address}")
         await self._server.start()

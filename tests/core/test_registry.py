@@ -91,7 +91,7 @@ def test_suggestion_stays_within_the_name_limit() -> None:
     ],
 )
 def test_invalid_names_are_rejected_clearly(name: str, fragment: str) -> None:
-    with pytest.raises(InvalidDefinitionError, match="") as caught:
+    with pytest.raises(InvalidDefinitionError) as caught:
         ToolRegistry().register(make(name))
     assert fragment in str(caught.value)
 
@@ -100,7 +100,7 @@ def test_invalid_names_are_rejected_clearly(name: str, fragment: str) -> None:
     ("schema", "fragment"),
     [
         ({"type": "object", "properties": {"a": {"type": "strin"}}}, "not a valid JSON Schema"),
-        ({"type": "object", "properties": {"a": {"pattern": "(["}}}, "not a valid JSON Schema"),
+        ({"type": "object", "properties": {"a": {"pattern": "(["}}}, '"([" is not a "regex"'),
         ({"type": "array"}, "must describe an object"),
         ({"type": "object", "$ref": "#/$defs/missing"}, "cannot be compiled"),
         (
