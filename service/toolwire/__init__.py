@@ -1,15 +1,15 @@
 """toolwire: a tool registry for LLM agents, served over gRPC.
 
-    from toolwire import ToolRegistry, tool
+from toolwire import ToolRegistry, tool
 
-    @tool
-    async def add(a: int, b: int) -> int:
-        \"\"\"Add two integers.\"\"\"
-        return a + b
+@tool
+async def add(a: int, b: int) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
 
-    registry = ToolRegistry()
-    registry.register(add.tool)
-    result = await registry.dispatch("add", '{"a": 1, "b": 2}')
+registry = ToolRegistry()
+registry.register(add.tool)
+result = await registry.dispatch("add", '{"a": 1, "b": 2}')
 """
 
 from .declare import DeclaredTool, as_tool, tool

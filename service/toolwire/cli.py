@@ -1,7 +1,7 @@
 """`toolwire`: run the registry, or talk to a running one.
 
-    toolwire serve [--port 50051] [--tools pkg.module ...]
-    toolwire list | call NAME --args JSON | stubs | model-tools --format F
+toolwire serve [--port 50051] [--tools pkg.module ...]
+toolwire list | call NAME --args JSON | stubs | model-tools --format F
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=os.environ.get("TOOLWIRE_HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(os.environ.get("TOOLWIRE_PORT", "50051")))
     serve.add_argument(
-        "--tools", action="append", default=[], metavar="MODULE",
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE",
         help="import MODULE and register its @tool functions (repeatable)",
     )
     serve.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
@@ -41,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     def client_command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument(
-            "--target", default=os.environ.get("TOOLWIRE_TARGET", DEFAULT_TARGET),
+            "--target",
+            default=os.environ.get("TOOLWIRE_TARGET", DEFAULT_TARGET),
             help="host:port of the server (env TOOLWIRE_TARGET)",
         )
         return sub
@@ -72,8 +76,12 @@ def _serve(args: argparse.Namespace) -> int:
     from .loading import load_tool_module
     from .server import serve
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    registry = ToolRegistry(default_timeout=args.default_timeout, max_output_bytes=args.max_output_bytes)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    registry = ToolRegistry(
+        default_timeout=args.default_timeout, max_output_bytes=args.max_output_bytes
+    )
     for module in args.tools:
         try:
             load_tool_module(registry, module)
@@ -81,8 +89,11 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"toolwire: cannot load tools from '{module}': {e}", file=sys.stderr)
             return 2
     config = ServerConfig(
-        host=args.host, port=args.port, max_message_bytes=args.max_message_bytes,
-        grace_seconds=args.grace, tool_modules=args.tools,
+        host=args.host,
+        port=args.port,
+        max_message_bytes=args.max_message_bytes,
+        grace_seconds=args.grace,
+        tool_modules=args.tools,
     )
     try:
         asyncio.run(serve(registry, config))
@@ -110,7 +121,9 @@ def _client_command(args: argparse.Namespace) -> int:
                     print(f"{t.name:<24} {t.safety_tier.value:<15} {t.group or '-':<12} {summary}")
                 return 0
             if args.command == "call":
-                context = CallContext(caller_id="cli", user_id=args.user_id, session_id=args.session_id)
+                context = CallContext(
+                    caller_id="cli", user_id=args.user_id, session_id=args.session_id
+                )
                 result = client.dispatch(args.name, args.args, context=context)
                 if args.json:
                     print(result.model_dump_json(indent=2))

@@ -8,7 +8,7 @@ integral ones come back as ints so that schemas read `"maxLength": 64`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import duration_pb2, json_format, struct_pb2
 
@@ -26,6 +26,8 @@ from .models import (
 )
 from .v1 import registry_service_pb2 as rpb
 from .v1 import tool_pb2 as pb
+
+_K = TypeVar("_K")
 
 _PARAMETER_TYPES = {
     ParameterType.STRING: pb.PARAMETER_TYPE_STRING,
@@ -60,8 +62,8 @@ _FORMATS = {
 }
 
 
-def _inverse(mapping: dict[Any, int]) -> dict[int, Any]:
-    return {v: k for k, v in mapping.items()}
+def _inverse(mapping: dict[_K, Any]) -> dict[int, _K]:
+    return {int(v): k for k, v in mapping.items()}
 
 
 _PARAMETER_TYPES_IN = _inverse(_PARAMETER_TYPES)
@@ -113,7 +115,7 @@ def seconds_to_duration(seconds: float) -> duration_pb2.Duration:
 
 
 def duration_to_seconds(message: duration_pb2.Duration) -> float:
-    return message.seconds + message.nanos / 1e9
+    return float(message.seconds + message.nanos / 1e9)
 
 
 def parameter_to_proto(parameter: ToolParameter) -> pb.ToolParameter:
@@ -206,7 +208,9 @@ def result_to_proto(result: ToolResult) -> pb.ToolResult:
         success=result.success,
         output=result.output,
         error=result.error,
-        error_code=_ERROR_CODES[result.error_code] if result.error_code else 0,
+        error_code=_ERROR_CODES[result.error_code]
+        if result.error_code
+        else pb.ERROR_CODE_UNSPECIFIED,
         truncated=result.truncated,
         original_size_bytes=result.original_size_bytes,
     )
@@ -248,7 +252,7 @@ def format_from_proto(value: int) -> ModelFormat:
     if fmt is None:
         names = ", ".join(rpb.ModelFormat.Name(v) for v in _FORMATS.values())
         raise ConversionError(f"format must be one of {names}")
-    return fmt  # type: ignore[no-any-return]
+    return fmt
 
 
 def format_to_proto(fmt: ModelFormat) -> int:

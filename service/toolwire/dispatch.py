@@ -66,7 +66,11 @@ def _handler_failure(name: str, error: BaseException) -> ToolResult:
 
 
 async def invoke(
-    tool: Tool, arguments: dict[str, Any], context: ToolContext, timeout: float, workers: SyncWorkers
+    tool: Tool,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    timeout: float,
+    workers: SyncWorkers,
 ) -> ToolResult:
     """The handler's outcome as a result. Cancellation of the caller propagates."""
     name = tool.definition.name
@@ -88,7 +92,11 @@ async def invoke(
 
 
 async def _invoke_blocking(
-    tool: Tool, arguments: dict[str, Any], context: ToolContext, timeout: float, workers: SyncWorkers
+    tool: Tool,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    timeout: float,
+    workers: SyncWorkers,
 ) -> ToolResult:
     name = tool.definition.name
     if workers.saturated():

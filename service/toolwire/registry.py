@@ -8,6 +8,7 @@ reads a consistent snapshot without taking the lock.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import threading
 import time
@@ -143,7 +144,7 @@ class ToolRegistry:
             and (tier is None or e.tool.definition.safety_tier is tier)
         ]
 
-    def _selected(self, names: Sequence[str]) -> list[ToolDefinition]:
+    def _selected(self, names: Sequence[str]) -> builtins.list[ToolDefinition]:
         if not names:
             return self.list()
         entries = self._entries

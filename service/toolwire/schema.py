@@ -92,7 +92,7 @@ def parameters_from_input_schema(schema: JsonObject) -> tuple[ToolParameter, ...
                 type=kind,
                 description=str(prop.get("description", "")),
                 required=name in required,
-                enum_values=tuple(enum) if simple_enum else (),
+                enum_values=tuple(enum) if simple_enum and enum else (),
                 json_schema=extra,
             )
         )
@@ -142,7 +142,9 @@ def _check_input_schema(schema: JsonObject) -> None:
             f"got type {schema.get('type')!r}"
         )
     properties = schema.get("properties") or {}
-    open_object = schema.get("additionalProperties", True) is not False or "patternProperties" in schema
+    open_object = (
+        schema.get("additionalProperties", True) is not False or "patternProperties" in schema
+    )
     missing = [r for r in schema.get("required") or () if r not in properties]
     if missing and not open_object:
         raise InvalidDefinitionError(

@@ -93,7 +93,10 @@ async def serve(registry: ToolRegistry, config: ServerConfig) -> None:
     port = await server.start()
     log.info(
         "toolwire serving %s on %s:%d with %d tools",
-        SERVICE_NAME, config.host, port, len(registry.list()),
+        SERVICE_NAME,
+        config.host,
+        port,
+        len(registry.list()),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -63,8 +63,9 @@ class Tool:
 
 
 def _is_async(handler: Callable[..., Any]) -> bool:
-    target = getattr(handler, "__call__", handler) if not inspect.isfunction(handler) else handler
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(target)
+    """Async functions, and objects whose `__call__` is one."""
+    call = type(handler).__call__ if callable(handler) else None
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
 
 
 AsyncHandler = Callable[[Mapping[str, Any], ToolContext], Awaitable[Any]]

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from toolwire.models import ErrorCode, ToolDefinition, ToolResult
 from toolwire.registry import ToolRegistry
 from toolwire.tools import Tool, ToolContext
@@ -80,7 +79,9 @@ async def test_unknown_tool_suggests_close_names() -> None:
         ('{"path": NaN}', "arguments are not valid JSON: NaN is not valid JSON"),
     ],
 )
-async def test_bad_arguments_get_a_message_the_model_can_act_on(arguments: str, message: str) -> None:
+async def test_bad_arguments_get_a_message_the_model_can_act_on(
+    arguments: str, message: str
+) -> None:
     called = False
 
     async def handler(args: Mapping[str, Any], context: ToolContext) -> str:
@@ -159,7 +160,9 @@ async def test_async_timeout_really_cancels_the_work() -> None:
 
     registry = ToolRegistry()
     registry.register(
-        Tool.of(ToolDefinition(name="slow", timeout_seconds=0.05, input_schema={"type": "object"}), slow)
+        Tool.of(
+            ToolDefinition(name="slow", timeout_seconds=0.05, input_schema={"type": "object"}), slow
+        )
     )
     result = await registry.dispatch("slow", "{}")
     assert result.error_code is ErrorCode.TIMEOUT
@@ -197,7 +200,12 @@ async def test_sync_timeout_is_reported_as_abandoned_and_counted() -> None:
         return "done"
 
     registry = ToolRegistry(sync_workers=4)
-    registry.register(Tool.of(ToolDefinition(name="stuck", timeout_seconds=0.05, input_schema={"type": "object"}), stuck))
+    registry.register(
+        Tool.of(
+            ToolDefinition(name="stuck", timeout_seconds=0.05, input_schema={"type": "object"}),
+            stuck,
+        )
+    )
     first = await registry.dispatch("stuck", "{}")
     assert first.error_code is ErrorCode.TIMEOUT
     assert "synchronous handler that cannot be cancelled, so it was abandoned" in first.error
@@ -209,7 +217,7 @@ async def test_sync_timeout_is_reported_as_abandoned_and_counted() -> None:
     assert "2 timed-out synchronous handlers are still running" in refused.error
     release.set()
     deadline = time.monotonic() + 5
-    while registry._workers.abandoned and time.monotonic() < deadline:
+    while registry._workers.abandoned and time.monotonic() < deadline:  # noqa: ASYNC110 (a thread releases it)
         await asyncio.sleep(0.01)
     assert registry._workers.abandoned == 0
     assert saw_cancel.is_set(), "the handler could see that the registry gave up on it"
@@ -302,7 +310,9 @@ async def test_concurrent_dispatches_run_concurrently() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 

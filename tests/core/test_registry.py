@@ -5,8 +5,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from toolwire.errors import DuplicateToolError, InvalidDefinitionError, NotOwnerError, ToolNotFoundError
+from toolwire.errors import (
+    DuplicateToolError,
+    InvalidDefinitionError,
+    NotOwnerError,
+    ToolNotFoundError,
+)
 from toolwire.models import ParameterType, SafetyTier, ToolDefinition, ToolParameter
 from toolwire.registry import ToolRegistry
 from toolwire.tools import Tool
@@ -109,7 +113,9 @@ def test_invalid_names_are_rejected_clearly(name: str, fragment: str) -> None:
         ),
     ],
 )
-def test_invalid_schemas_are_rejected_at_registration(schema: dict[str, object], fragment: str) -> None:
+def test_invalid_schemas_are_rejected_at_registration(
+    schema: dict[str, object], fragment: str
+) -> None:
     with pytest.raises(InvalidDefinitionError) as caught:
         ToolRegistry().register(make("t", input_schema=schema))
     assert fragment in str(caught.value)
@@ -129,7 +135,12 @@ def test_both_forms_must_agree() -> None:
 def test_enum_values_only_for_strings() -> None:
     with pytest.raises(InvalidDefinitionError, match="enum_values are for string"):
         ToolRegistry().register(
-            make("t", parameters=(ToolParameter(name="n", type=ParameterType.INTEGER, enum_values=("1",)),))
+            make(
+                "t",
+                parameters=(
+                    ToolParameter(name="n", type=ParameterType.INTEGER, enum_values=("1",)),
+                ),
+            )
         )
 
 

@@ -6,13 +6,11 @@ import json
 import signal
 import subprocess
 import sys
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
@@ -36,7 +34,9 @@ def test_list_call_stubs_and_model_tools(live_server: Any) -> None:
     target = ("--target", live_server.target)
     listing = run_cli("list", *target)
     assert listing.returncode == 0
-    assert any(line.split()[:3] == ["add", "read_only", "math"] for line in listing.stdout.splitlines())
+    assert any(
+        line.split()[:3] == ["add", "read_only", "math"] for line in listing.stdout.splitlines()
+    )
 
     call = run_cli("call", "add", "--args", '{"a": 2, "b": 40}', *target)
     assert (call.returncode, call.stdout.strip()) == (0, "42")
@@ -45,7 +45,9 @@ def test_list_call_stubs_and_model_tools(live_server: Any) -> None:
     assert bad.returncode == 1
     assert "'style' must be one of upper, title; got 'loud'" in bad.stderr
 
-    full = run_cli("call", "shout", "--args", '{"text": "hi there", "style": "title"}', "--json", *target)
+    full = run_cli(
+        "call", "shout", "--args", '{"text": "hi there", "style": "title"}', "--json", *target
+    )
     assert json.loads(full.stdout)["output"] == "Hi There"
 
     stubs = run_cli("stubs", *target)
@@ -80,5 +82,3 @@ def test_port_in_use_is_a_clear_startup_error(live_server: Any) -> None:
     result = run_cli("serve", "--port", port)
     assert result.returncode == 2, result.stderr
     assert "could not listen" in result.stderr
-
-

@@ -9,11 +9,9 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
 from typing import Any
 
 import pytest
-
 from toolwire.models import ErrorCode
 from toolwire_client import AsyncToolwireClient, ToolwireClient
 
@@ -25,7 +23,7 @@ def wait_for_tools(client: ToolwireClient, present: bool, timeout: float = 20) -
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         names = {t.name for t in client.list()}
-        if PROVIDER_TOOLS <= names if present else not (PROVIDER_TOOLS & names):
+        if names >= PROVIDER_TOOLS if present else not (PROVIDER_TOOLS & names):
             return
         time.sleep(0.05)
     raise TimeoutError(f"provider tools {'never appeared' if present else 'never left'}: {names}")

@@ -13,7 +13,6 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-
 from toolwire.models import ToolDefinition
 from toolwire.registry import ToolRegistry
 from toolwire.server import GrpcServer, ServerConfig
@@ -37,7 +36,9 @@ ADD_SCHEMA = {
 @pytest.fixture
 async def server() -> AsyncIterator[GrpcServer]:
     registry = ToolRegistry()
-    registry.register(Tool.of(ToolDefinition(name="add", group="math", input_schema=ADD_SCHEMA), _add))
+    registry.register(
+        Tool.of(ToolDefinition(name="add", group="math", input_schema=ADD_SCHEMA), _add)
+    )
     srv = GrpcServer(registry, ServerConfig(port=0, max_message_bytes=64 * 1024))
     await srv.start()
     yield srv
@@ -146,7 +147,8 @@ async def test_provide_register_dispatch_and_disconnect(channel: grpc.aio.Channe
     stub = rpc.RegistryServiceStub(channel)
     provider = ProviderStream(stub)
     hello = rpb.ProviderHello(
-        provider_name="test", tools=[pb.ToolDefinition(name="upper", parameters=[string_param("s")])]
+        provider_name="test",
+        tools=[pb.ToolDefinition(name="upper", parameters=[string_param("s")])],
     )
     await provider.send(rpb.ProvideRequest(hello=hello))
     accepted = (await provider.receive()).accepted
@@ -168,13 +170,17 @@ async def test_provide_register_dispatch_and_disconnect(channel: grpc.aio.Channe
     assert 0 < order.timeout.ToTimedelta().total_seconds() <= 30
     await provider.send(
         rpb.ProvideRequest(
-            outcome=rpb.CallOutcome(call_id=order.call_id, result=pb.ToolResult(success=True, output="HI"))
+            outcome=rpb.CallOutcome(
+                call_id=order.call_id, result=pb.ToolResult(success=True, output="HI")
+            )
         )
     )
     assert (await pending).result.output == "HI"
 
     invalid = await stub.Dispatch(rpb.DispatchRequest(name="upper", arguments_json="{}"))
-    assert invalid.result.error_code == pb.ERROR_CODE_INVALID_ARGUMENTS, "validated before forwarding"
+    assert invalid.result.error_code == pb.ERROR_CODE_INVALID_ARGUMENTS, (
+        "validated before forwarding"
+    )
 
     in_flight = asyncio.ensure_future(
         stub.Dispatch(rpb.DispatchRequest(name="lower", arguments_json='{"s": "X"}'))
@@ -191,13 +197,17 @@ async def test_provide_register_dispatch_and_disconnect(channel: grpc.aio.Channe
     assert names == ["add"], "a disconnected provider's tools are unregistered"
 
 
-async def test_provider_timeout_sends_a_cancellation(server: GrpcServer, channel: grpc.aio.Channel) -> None:
+async def test_provider_timeout_sends_a_cancellation(
+    server: GrpcServer, channel: grpc.aio.Channel
+) -> None:
     stub = rpc.RegistryServiceStub(channel)
     provider = ProviderStream(stub)
     hello = rpb.ProviderHello(
         tools=[
             pb.ToolDefinition(
-                name="slow", parameters=[string_param("s", required=False)], timeout={"nanos": 50_000_000}
+                name="slow",
+                parameters=[string_param("s", required=False)],
+                timeout={"nanos": 50_000_000},
             )
         ]
     )
@@ -272,7 +282,9 @@ async def test_health_and_reflection(channel: grpc.aio.Channel) -> None:
     assert "toolwire.v1.RegistryService" in names and "grpc.health.v1.Health" in names
 
 
-async def test_graceful_stop_reports_not_serving(server: GrpcServer, channel: grpc.aio.Channel) -> None:
+async def test_graceful_stop_reports_not_serving(
+    server: GrpcServer, channel: grpc.aio.Channel
+) -> None:
     health = health_pb2_grpc.HealthStub(channel)
     await server.health.enter_graceful_shutdown()
     reply = await health.Check(health_pb2.HealthCheckRequest(service=""))

@@ -9,19 +9,29 @@ from typing import Any, NoReturn
 
 import grpc
 
-from .. import convert
-from ..convert import ConversionError
-from ..errors import ToolwireError
-from ..providers import CallCancelled, CallOrder, Outbound, ProviderHub, ProviderSession
-from ..registry import ToolRegistry
-from ..v1 import registry_service_pb2 as rpb
-from ..v1 import registry_service_pb2_grpc as rpc
-from .status import rich_status
+from toolwire import convert
+from toolwire.convert import ConversionError
+from toolwire.errors import ToolwireError
+from toolwire.providers import CallCancelled, CallOrder, Outbound, ProviderHub, ProviderSession
+from toolwire.registry import ToolRegistry
+from toolwire.transport.status import rich_status
+from toolwire.v1 import registry_service_pb2 as rpb
+from toolwire.v1 import registry_service_pb2_grpc as rpc
 
 log = logging.getLogger(__name__)
 
+
 async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     code, message, trailers = rich_status(error)
+    await _abort_with(context, code, message, trailers)
+
+
+async def _abort_with(
+    context: grpc.aio.ServicerContext[Any, Any],
+    code: grpc.StatusCode,
+    message: str,
+    trailers: tuple[tuple[str, bytes], ...] = (),
+) -> NoReturn:
     await context.abort(code, message, trailing_metadata=trailers)
     raise AssertionError("abort returns only by raising")
 
@@ -112,7 +122,8 @@ class RegistryServicer(rpc.RegistryServiceServicer):
     ) -> None:
         first = await anext(aiter(request_iterator), None)
         if first is None or first.WhichOneof("kind") != "hello":
-            await context.abort(
+            await _abort_with(
+                context,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "the first message on a Provide stream must be a ProviderHello",
             )
@@ -123,7 +134,9 @@ class RegistryServicer(rpc.RegistryServiceServicer):
             await _abort(context, e)
         log.info(
             "provider %s (%s) connected with %d tools",
-            session.name, session.provider_id, len(stored),
+            session.name,
+            session.provider_id,
+            len(stored),
         )
         reader = asyncio.create_task(self._read_outcomes(request_iterator, session))
         try:

@@ -10,8 +10,8 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from ..convert import ConversionError
-from ..errors import (
+from toolwire.convert import ConversionError
+from toolwire.errors import (
     DuplicateToolError,
     InvalidDefinitionError,
     NotOwnerError,
