@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import ToolDefinition
+from toolwire.models import ToolDefinition
+
 from .common import Diagnostic, input_schema
 
 

@@ -14,8 +14,8 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict
 
-from ..models import JsonObject, ToolDefinition
-from ..schema import input_schema_from_parameters
+from toolwire.models import JsonObject, ToolDefinition
+from toolwire.schema import input_schema_from_parameters
 
 ANNOTATIONS = frozenset({"title", "description"})
 """Keywords that describe a schema to the model without constraining values."""

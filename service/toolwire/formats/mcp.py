@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..models import SafetyTier, ToolDefinition
+from toolwire.models import SafetyTier, ToolDefinition
+
 from .common import Diagnostic, Report, input_schema, types_of
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import JsonObject, ToolDefinition
+from toolwire.models import JsonObject, ToolDefinition
+
 from .common import (
     ANNOTATIONS,
     Diagnostic,
@@ -128,14 +129,17 @@ class _StrictRewriter:
         if not isinstance(node, dict):
             self.block(path, "boolean schemas are not supported in strict mode")
             return node
-        if depth > MAX_DEPTH:
+        node = _without_single_all_of(node)
+        is_object = (
+            "object" in types_of(node) or "properties" in node or "additionalProperties" in node
+        )
+        if depth > MAX_DEPTH and (is_object or "array" in types_of(node) or "items" in node):
+            # How the API counts levels is not documented; counting arrays
+            # as well as objects errs on the side of strict=false.
             self.block(path, f"objects and arrays nest deeper than {MAX_DEPTH} levels")
             return node
         if "anyOf" in node and "oneOf" in node:
             self.block(path, "anyOf and oneOf together cannot be expressed as one anyOf")
-        is_object = (
-            "object" in types_of(node) or "properties" in node or "additionalProperties" in node
-        )
         out: JsonObject = {"type": "object"} if is_object and "type" not in node else {}
         for key, value in node.items():
             at = pointer(path, key)
@@ -156,7 +160,9 @@ class _StrictRewriter:
                     self.notes.add(at, "oneOf became anyOf: strict mode has no oneOf")
                 out["anyOf"] = [self.rewrite(b, pointer(at, i), depth) for i, b in enumerate(value)]
             elif key in _DEFINITIONS:
-                out[key] = {name: self.rewrite(d, pointer(at, name), 1) for name, d in value.items()}
+                out[key] = {
+                    name: self.rewrite(d, pointer(at, name), 1) for name, d in value.items()
+                }
             elif key == "$ref":
                 out[key] = value
                 self._check_ref(value, at)
@@ -173,7 +179,9 @@ class _StrictRewriter:
                 self.notes.add(at, f"{key} dropped: strict mode does not support it")
         if is_object:
             if "additionalProperties" not in node and not node.get("properties"):
-                self.block(path, "an object without properties accepts any keys and cannot be closed")
+                self.block(
+                    path, "an object without properties accepts any keys and cannot be closed"
+                )
             out.setdefault("properties", {})
             out.setdefault("required", list(out["properties"]))
             out["additionalProperties"] = False
@@ -212,8 +220,11 @@ class _StrictRewriter:
         ref = out.pop("$ref")
         if ref in self.inlining:
             if set(out) <= ANNOTATIONS:
-                self.notes.add(path, "description of a recursive $ref dropped: strict mode "
-                               "allows no keywords beside $ref")  # fmt: skip
+                self.notes.add(
+                    path,
+                    "description of a recursive $ref dropped: strict mode allows no keywords "
+                    "beside $ref",
+                )
                 return {"$ref": ref}
             self.block(path, "a recursive $ref with sibling keywords cannot be inlined")
             return {"$ref": ref, **out}
@@ -233,13 +244,21 @@ class _StrictRewriter:
         if totals.properties > MAX_PROPERTIES:
             self.block("", f"{totals.properties} properties exceed the limit of {MAX_PROPERTIES}")
         if totals.enum_values > MAX_ENUM_VALUES:
-            self.block("", f"{totals.enum_values} enum values exceed the limit of {MAX_ENUM_VALUES}")
+            self.block(
+                "", f"{totals.enum_values} enum values exceed the limit of {MAX_ENUM_VALUES}"
+            )
         if totals.chars > MAX_STRING_CHARS:
-            self.block("", f"names and enum values total {totals.chars} characters, "
-                       f"over the limit of {MAX_STRING_CHARS}")  # fmt: skip
+            self.block(
+                "",
+                f"names and enum values total {totals.chars} characters, "
+                f"over the limit of {MAX_STRING_CHARS}",
+            )
         if totals.large_enum_chars > MAX_LARGE_ENUM_CHARS:
-            self.block("", f"an enum of more than {LARGE_ENUM} values totals "
-                       f"{totals.large_enum_chars} characters, over {MAX_LARGE_ENUM_CHARS}")  # fmt: skip
+            self.block(
+                "",
+                f"an enum of more than {LARGE_ENUM} values totals "
+                f"{totals.large_enum_chars} characters, over {MAX_LARGE_ENUM_CHARS}",
+            )
 
 
 class _Totals:
@@ -294,6 +313,18 @@ def _nullable(prop: Any) -> Any:
             return prop
     outer = {k: prop.pop(k) for k in ("title", "description") if k in prop}
     return {**outer, "anyOf": [prop, {"type": "null"}]}
+
+
+def _without_single_all_of(node: JsonObject) -> JsonObject:
+    """`{"allOf": [X], "description": …}` is X with a description: generators
+    write it to describe a reference, and it needs no allOf to say so."""
+    branches = node.get("allOf")
+    rest = {k: v for k, v in node.items() if k != "allOf"}
+    if isinstance(branches, list) and len(branches) == 1 and set(rest) <= ANNOTATIONS:
+        branch = branches[0]
+        if isinstance(branch, dict):
+            return {**branch, **rest}
+    return node
 
 
 def _types_for(values: list[Any]) -> str | list[str]:
