@@ -48,6 +48,7 @@ from .models import JsonObject, SafetyTier, ToolDefinition
 from .names import name_problem
 from .schema import normalize_definition
 from .tools import Handler, Tool, ToolContext
+from .validation import ArgumentError
 
 __all__ = ["DeclaredTool", "as_tool", "tool"]
 
@@ -519,7 +520,7 @@ def _converter(name: str, annotation: Any) -> Convert | None:
                 f"{'.'.join(str(x) for x in (name, *err['loc']))}: {err['msg']}"
                 for err in e.errors()
             )
-            raise ValueError(f"argument '{name}' is invalid: {problems}") from e
+            raise ArgumentError(f"'{name}' is invalid: {problems}") from e
 
     return convert
 

@@ -18,6 +18,7 @@ from typing import Any
 from .models import ErrorCode, ToolResult
 from .output import result_from_value
 from .tools import Tool, ToolContext
+from .validation import ArgumentError
 
 
 class SyncWorkers:
@@ -59,6 +60,10 @@ def _timeout_message(name: str, seconds: float) -> str:
 
 
 def _handler_failure(name: str, error: BaseException) -> ToolResult:
+    if isinstance(error, ArgumentError):
+        return ToolResult.fail(
+            ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for '{name}': {error}"
+        )
     detail = str(error) or "no message"
     return ToolResult.fail(
         ErrorCode.HANDLER_ERROR, f"tool '{name}' failed: {type(error).__name__}: {detail}"

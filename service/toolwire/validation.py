@@ -20,7 +20,11 @@ MAX_REPORTED_ERRORS = 5
 
 
 class ArgumentError(ValueError):
-    """Arguments that cannot be used; the message is written for the model."""
+    """Arguments that cannot be used; the message is written for the model.
+
+    A handler may raise it too, for a rule its schema cannot express: the call
+    then fails as invalid arguments rather than as a handler error.
+    """
 
 
 def _reject_constant(name: str) -> Any:

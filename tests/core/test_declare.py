@@ -20,9 +20,11 @@ import pytest
 from pydantic import BaseModel, Field
 from toolwire.declare import DeclaredTool, as_tool, parse_docstring, tool
 from toolwire.errors import InvalidDefinitionError
-from toolwire.models import CallContext, SafetyTier, ToolDefinition
+from toolwire.models import CallContext, ErrorCode, SafetyTier, ToolDefinition
+from toolwire.registry import ToolRegistry
 from toolwire.schema import normalize_definition
 from toolwire.tools import Tool, ToolContext
+from toolwire.validation import ArgumentError
 
 
 def context(name: str = "t") -> ToolContext:
@@ -614,8 +616,19 @@ def test_a_conversion_failure_names_the_argument() -> None:
     @tool
     def f(shape: Shape) -> None: ...
 
-    with pytest.raises(ValueError, match=r"argument 'shape' is invalid: shape\.points"):
+    with pytest.raises(ArgumentError, match=r"'shape' is invalid: shape\.points"):
         f.tool.handler({"shape": {}}, context())
+
+
+async def test_a_conversion_failure_is_an_invalid_arguments_result() -> None:
+    @tool
+    def f(day: date) -> None: ...
+
+    registry = ToolRegistry()
+    registry.register(f.tool)
+    result = await registry.dispatch("f", {"day": "2026-13-45"})  # passes "format": "date"
+    assert result.error_code is ErrorCode.INVALID_ARGUMENTS
+    assert result.error.startswith("invalid arguments for 'f': ")
 
 
 # --- the decorated function -----------------------------------------------------

@@ -323,3 +323,14 @@ def test_dispatch_never_raises_and_keeps_the_error_invariant(raw: str) -> None:
     result = asyncio.run(registry_with(echo).dispatch("t", raw))
     assert isinstance(result, ToolResult)
     assert result.success == (result.error == "") == (result.error_code is None)
+
+
+async def test_a_handler_can_reject_its_arguments() -> None:
+    from toolwire.validation import ArgumentError
+
+    async def picky(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        raise ArgumentError("'path' must name a file, not a folder")
+
+    result = await registry_with(picky).dispatch("t", '{"path": "/"}')
+    assert result.error_code is ErrorCode.INVALID_ARGUMENTS
+    assert result.error == "invalid arguments for 't': 'path' must name a file, not a folder"
