@@ -289,3 +289,31 @@ async def test_graceful_stop_reports_not_serving(
     await server.health.enter_graceful_shutdown()
     reply = await health.Check(health_pb2.HealthCheckRequest(service=""))
     assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+@pytest.mark.parametrize(
+    ("definition", "fragment"),
+    [
+        (pb.ToolDefinition(name="has space"), "names may use only letters, digits"),
+        (pb.ToolDefinition(name="x" * 65), "the limit is 64"),
+        (
+            pb.ToolDefinition(name="bad_schema", input_schema={"type": "object", "properties": 3}),
+            "input_schema is not a valid JSON Schema",
+        ),
+    ],
+)
+async def test_register_rejects_bad_definitions_precisely(
+    channel: grpc.aio.Channel, definition: pb.ToolDefinition, fragment: str
+) -> None:
+    stub = rpc.RegistryServiceStub(channel)
+    provider = ProviderStream(stub)
+    await provider.send(rpb.ProvideRequest(hello=rpb.ProviderHello(provider_name="p")))
+    provider_id = (await provider.receive()).accepted.provider_id
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Register(rpb.RegisterRequest(definition=definition, provider_id=provider_id))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "INVALID_DEFINITION"
+    assert fragment in (caught.value.details() or "")
+    ok = await stub.Dispatch(rpb.DispatchRequest(name="add", arguments_json='{"a": 1, "b": 1}'))
+    assert ok.result.output == "2", "the server keeps serving"
+    await provider.outgoing.put(None)
