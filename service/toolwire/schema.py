@@ -17,6 +17,23 @@ _SIMPLE_TYPES = {t.value for t in ParameterType}
 _SHAPING_KEYWORDS = ("type", "anyOf", "oneOf", "allOf", "$ref", "const")
 
 
+def json_type_of(value: Any) -> str:
+    """The JSON Schema type name of a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
 def parameter_schema(parameter: ToolParameter) -> JsonObject:
     """The JSON Schema of one parameter: its simple fields plus the escape hatch."""
     schema: JsonObject = {}

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema_rs
 
 from .models import JsonObject
+from .schema import json_type_of
 
 MAX_REPORTED_ERRORS = 5
 
@@ -59,19 +60,8 @@ def parse_arguments(raw: str | Mapping[str, Any] | None, max_bytes: int) -> Json
 
 
 def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    kind = json_type_of(value)
+    return kind if kind == "null" else _article(kind)
 
 
 def _field(path: list[str | int], leaf: str | None = None) -> str:

@@ -104,20 +104,3 @@ def types_of(schema: JsonObject) -> list[str]:
     if isinstance(declared, list):
         return [t for t in declared if isinstance(t, str)]
     return []
-
-
-def json_type_of(value: Any) -> str:
-    """The JSON Schema type name of a JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"

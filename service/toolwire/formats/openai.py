@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from toolwire.models import JsonObject, ToolDefinition
+from toolwire.schema import json_type_of
 
 from .common import (
     ANNOTATIONS,
     Diagnostic,
     Report,
     input_schema,
-    json_type_of,
     pointer,
     ref_pointer,
     resolve,
