@@ -41,7 +41,7 @@ import bench_server as srv
 import grpc
 from google.protobuf.internal import api_implementation
 from toolwire import convert
-from toolwire.output import result_from_value, truncate
+from toolwire.output import finish, shape
 from toolwire.registry import ToolRegistry
 from toolwire.tools import ToolContext
 from toolwire.v1 import registry_service_pb2 as rpb
@@ -204,7 +204,7 @@ async def steps(sizes: Sizes) -> dict[str, float]:
         checked = validator.check(parsed)
         tool_context = ToolContext(tool_name=srv.TOOL_NAME, call=context, deadline=1e9)
         value = await srv.lookup(checked, tool_context)
-        result = result_from_value(value)
+        shaped = shape(value)
         final = await registry.dispatch(srv.TOOL_NAME, srv.ARGUMENTS, context)
         response = rpb.DispatchResponse(result=convert.result_to_proto(final))
         for _ in range(sizes.in_process_warmup):
@@ -234,10 +234,9 @@ async def steps(sizes: Sizes) -> dict[str, float]:
                 lambda: ToolContext(tool_name=srv.TOOL_NAME, call=context, deadline=1e9)
             ),
             "  await handler": await am(lambda: srv.lookup(checked, tool_context)),
-            "  result_from_value": m(lambda: result_from_value(value)),
-            "  truncate (no-op)": m(lambda: truncate(result, registry.max_output_bytes)),
-            "  ToolResult.model_copy(duration)": m(
-                lambda: result.model_copy(update={"duration_seconds": 1e-5})
+            "  output.shape": m(lambda: shape(value)),
+            "  output.finish (build the result)": m(
+                lambda: finish(shaped, registry.max_output_bytes, 1e-5)
             ),
             "convert.result_to_proto": m(lambda: convert.result_to_proto(final)),
             "DispatchResponse(result=...)": m(

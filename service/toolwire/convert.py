@@ -7,6 +7,7 @@ integral ones come back as ints so that schemas read `"maxLength": 64`.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, TypeVar
 
@@ -197,10 +198,19 @@ def context_to_proto(context: CallContext) -> pb.CallContext:
     )
 
 
+_EMPTY_CONTEXT = CallContext()
+
+
 def context_from_proto(message: pb.CallContext) -> CallContext:
-    return CallContext(
-        caller_id=message.caller_id, session_id=message.session_id, user_id=message.user_id
-    )
+    if not (message.caller_id or message.session_id or message.user_id):
+        return _EMPTY_CONTEXT
+    return _context(message.caller_id, message.session_id, message.user_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _context(caller_id: str, session_id: str, user_id: str) -> CallContext:
+    """Callers repeat themselves; a validated model per call is measurable."""
+    return CallContext(caller_id=caller_id, session_id=session_id, user_id=user_id)
 
 
 def result_to_proto(result: ToolResult) -> pb.ToolResult:
@@ -213,10 +223,10 @@ def result_to_proto(result: ToolResult) -> pb.ToolResult:
         else pb.ERROR_CODE_UNSPECIFIED,
         truncated=result.truncated,
         original_size_bytes=result.original_size_bytes,
+        duration=seconds_to_duration(result.duration_seconds),
     )
     if result.structured_output is not None:
         message.structured_output.CopyFrom(python_to_value(result.structured_output))
-    message.duration.FromNanoseconds(round(result.duration_seconds * 1e9))
     return message
 
 

@@ -121,16 +121,7 @@ class ToolResult(BaseModel):
 
     @classmethod
     def ok(cls, output: str, structured_output: Any = None) -> ToolResult:
-        return cls.model_construct(
-            success=True,
-            output=output,
-            error="",
-            error_code=None,
-            structured_output=structured_output,
-            duration_seconds=0.0,
-            truncated=False,
-            original_size_bytes=0,
-        )
+        return cls(success=True, output=output, structured_output=structured_output)
 
     @classmethod
     def fail(cls, code: ErrorCode, error: str) -> ToolResult:

@@ -2,13 +2,14 @@
 
 Handlers return whatever is natural (text, dicts, pydantic models, a
 `ToolResult`); the model gets text within a byte budget, and programs get the
-structured form when it fits.
+structured form when it fits. The successful result is built once, at the end,
+because building it is a measurable part of a dispatch.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -17,15 +18,22 @@ from .models import ToolResult
 TRUNCATION_SUFFIX = "\n[output truncated — original size: {size:,} bytes]"
 
 
-def result_from_value(value: Any) -> ToolResult:
+class Output(NamedTuple):
+    """A handler's successful output before it becomes a result."""
+
+    text: str
+    structured: Any = None
+
+
+def shape(value: Any) -> Output | ToolResult:
+    if isinstance(value, str):
+        return Output(value)
     if isinstance(value, ToolResult):
         return value
     if value is None:
-        return ToolResult.ok("")
-    if isinstance(value, str):
-        return ToolResult.ok(value)
+        return Output("")
     if isinstance(value, bytes):
-        return ToolResult.ok(value.decode("utf-8", errors="replace"))
+        return Output(value.decode("utf-8", errors="replace"))
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     try:
@@ -33,24 +41,44 @@ def result_from_value(value: Any) -> ToolResult:
     except (TypeError, ValueError):
         text = json.dumps(value, ensure_ascii=False, default=str)
         value = json.loads(text)
-    return ToolResult.ok(text, value)
+    return Output(text, value)
 
 
-def truncate(result: ToolResult, max_bytes: int) -> ToolResult:
-    """Cut the output to `max_bytes` (suffix included) on a character boundary."""
-    if len(result.output) * 4 <= max_bytes:
-        return result
-    data = result.output.encode()
+def _cut(text: str, max_bytes: int) -> tuple[str, int] | None:
+    """The text cut to `max_bytes` (suffix included) on a character boundary,
+    and its original size; None when it fits."""
+    if len(text) * 4 <= max_bytes:
+        return None
+    data = text.encode()
     if len(data) <= max_bytes:
-        return result
+        return None
     suffix = TRUNCATION_SUFFIX.format(size=len(data))
     keep = max(0, max_bytes - len(suffix.encode()))
-    cut = data[:keep].decode("utf-8", errors="ignore") + suffix
-    return result.model_copy(
-        update={
-            "output": cut,
-            "structured_output": None,
-            "truncated": True,
-            "original_size_bytes": len(data),
-        }
-    )
+    return data[:keep].decode("utf-8", errors="ignore") + suffix, len(data)
+
+
+def finish(outcome: Output | ToolResult, max_bytes: int, duration: float) -> ToolResult:
+    """The final result: truncated to the byte budget, with the call's duration."""
+    if isinstance(outcome, Output):
+        cut = _cut(outcome.text, max_bytes)
+        if cut is None:
+            return ToolResult(
+                success=True,
+                output=outcome.text,
+                structured_output=outcome.structured,
+                duration_seconds=duration,
+            )
+        return ToolResult(
+            success=True,
+            output=cut[0],
+            duration_seconds=duration,
+            truncated=True,
+            original_size_bytes=cut[1],
+        )
+    cut = _cut(outcome.output, max_bytes)
+    update: dict[str, Any] = {"duration_seconds": duration}
+    if cut is not None:
+        update.update(
+            output=cut[0], structured_output=None, truncated=True, original_size_bytes=cut[1]
+        )
+    return outcome.model_copy(update=update)

@@ -33,7 +33,7 @@ from .models import (
     ToolResult,
 )
 from .names import name_problem, suggest_free_name
-from .output import truncate
+from .output import Output, finish
 from .schema import normalize_definition
 from .stubs import generate_stubs
 from .tools import Tool, ToolContext
@@ -179,9 +179,8 @@ class ToolRegistry:
         tool's own timeout.
         """
         start = self._clock()
-        result = await self._dispatch(name, arguments, context or _NO_CONTEXT, timeout, start)
-        result = truncate(result, self.max_output_bytes)
-        return result.model_copy(update={"duration_seconds": self._clock() - start})
+        outcome = await self._dispatch(name, arguments, context or _NO_CONTEXT, timeout, start)
+        return finish(outcome, self.max_output_bytes, self._clock() - start)
 
     async def _dispatch(
         self,
@@ -190,7 +189,7 @@ class ToolRegistry:
         context: CallContext,
         timeout: float | None,
         start: float,
-    ) -> ToolResult:
+    ) -> Output | ToolResult:
         entry = self._entries.get(name)
         if entry is None:
             return self._not_found(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .models import CallContext, ToolDefinition
@@ -15,19 +15,31 @@ Handler = Callable[[Mapping[str, Any], "ToolContext"], Any]
 return a string, JSON-able data, a pydantic model or a `ToolResult`."""
 
 
-@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a handler may know about the call it serves.
 
     Sync handlers cannot be cancelled from outside; a long-running one should
-    poll `cancelled` and stop when it is set.
+    poll `cancelled` and stop when it is set. `deadline` is the
+    `time.monotonic()` value after which the registry gives up on the call.
+    (A plain slots class: one is built per call, and a dataclass costs more.)
     """
 
-    tool_name: str
-    call: CallContext
-    deadline: float
-    """`time.monotonic()` value after which the registry gives up on the call."""
-    cancelled: CancelFlag = field(default_factory=lambda: CancelFlag())
+    __slots__ = ("call", "cancelled", "deadline", "tool_name")
+
+    def __init__(
+        self,
+        tool_name: str,
+        call: CallContext,
+        deadline: float,
+        cancelled: CancelFlag | None = None,
+    ) -> None:
+        self.tool_name = tool_name
+        self.call = call
+        self.deadline = deadline
+        self.cancelled = cancelled or CancelFlag()
+
+    def __repr__(self) -> str:
+        return f"ToolContext(tool_name={self.tool_name!r}, call={self.call!r})"
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

@@ -32,12 +32,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_arguments(raw: str | Mapping[str, Any] | None, max_bytes: int) -> JsonObject:
     """The arguments as a dict. Raises ArgumentError."""
-    if raw is None:
-        return {}
-    if isinstance(raw, Mapping):
-        return dict(raw)
+    if not isinstance(raw, str):
+        return {} if raw is None else dict(raw)
     if len(raw) > max_bytes or len(raw.encode()) > max_bytes:
         raise ArgumentError(
             f"arguments are {len(raw.encode()):,} bytes of JSON; the limit is {max_bytes:,} bytes"
@@ -45,7 +46,7 @@ def parse_arguments(raw: str | Mapping[str, Any] | None, max_bytes: int) -> Json
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
+        value = _DECODER.decode(raw)
     except json.JSONDecodeError as e:
         raise ArgumentError(
             f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"

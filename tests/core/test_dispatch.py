@@ -334,3 +334,30 @@ async def test_a_handler_can_reject_its_arguments() -> None:
     result = await registry_with(picky).dispatch("t", '{"path": "/"}')
     assert result.error_code is ErrorCode.INVALID_ARGUMENTS
     assert result.error == "invalid arguments for 't': 'path' must name a file, not a folder"
+
+
+async def test_a_handler_that_swallows_its_cancellation_still_times_out() -> None:
+    async def stubborn(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "ignored the cancellation"
+        return "late"
+
+    result = await registry_with(stubborn).dispatch("t", '{"path": "a"}', timeout=0.05)
+    assert result.error_code is ErrorCode.TIMEOUT
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_caller_cancellation_wins_over_a_simultaneous_timeout() -> None:
+    async def slow(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().call_soon(task.cancel)  # the caller gives up...
+        time.sleep(0.03)  # noqa: ASYNC251 (blocks so the timeout fires in the same turn)
+        await asyncio.sleep(60)
+        return "late"
+
+    task = asyncio.create_task(registry_with(slow).dispatch("t", '{"path": "a"}', timeout=0.01))
+    with pytest.raises(asyncio.CancelledError):
+        await task
