@@ -1,0 +1,1 @@
+"""toolwire's built-in tools, one module per group."""
