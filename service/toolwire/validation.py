@@ -97,9 +97,34 @@ def _describe(error: jsonschema_rs.ValidationError, schema: JsonObject) -> str:
         wanted = " or ".join(_article(str(t)) for t in kind.types)
         got = _json_kind(error.instance)
         return f"{subject} must be {wanted}; got {_shown(error.instance)} ({got})"
+    if isinstance(
+        kind,
+        jsonschema_rs.ValidationErrorKind.AnyOf | jsonschema_rs.ValidationErrorKind.OneOfNotValid,
+    ):
+        return _describe_alternatives(subject, kind.as_dict()["context"], schema)
     if isinstance(kind, jsonschema_rs.ValidationErrorKind.Constant):
         return f"{subject} must be {_shown(kind.expected_value)}; got {_shown(error.instance)}"
     return f"{subject}: {error.message}"
+
+
+def _only_not_null(branch: list[jsonschema_rs.ValidationError]) -> bool:
+    return all(
+        isinstance(e.kind, jsonschema_rs.ValidationErrorKind.Type)
+        and list(e.kind.types) == ["null"]
+        for e in branch
+    )
+
+
+def _describe_alternatives(
+    subject: str, branches: list[list[jsonschema_rs.ValidationError]], schema: JsonObject
+) -> str:
+    """`X | None` is how optional fields are often written; a model sending a
+    wrong X should hear what X wants, not that no branch of an anyOf matched."""
+    relevant = [b for b in branches if b and not _only_not_null(b)]
+    if len(relevant) == 1:
+        return _describe(relevant[0][0], schema)
+    reasons = " or ".join(dict.fromkeys(_describe(b[0], schema) for b in relevant))
+    return f"{subject} matches none of the allowed forms: {reasons}"
 
 
 def _article(type_name: str) -> str:

@@ -361,3 +361,30 @@ async def test_caller_cancellation_wins_over_a_simultaneous_timeout() -> None:
     task = asyncio.create_task(registry_with(slow).dispatch("t", '{"path": "a"}', timeout=0.01))
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ('{"tier": "hot"}', "'tier' must be one of core, working; got 'hot'"),
+        ('{"n": "x"}', "'n' must be an integer; got 'x' (a string)"),
+        (
+            '{"either": true}',
+            "'either' matches none of the allowed forms: 'either' must be a string; got true "
+            "(a boolean) or 'either' must be an integer; got true (a boolean)",
+        ),
+    ],
+)
+async def test_alternatives_are_explained_by_the_branch_that_matters(
+    arguments: str, message: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "tier": {"anyOf": [{"type": "string", "enum": ["core", "working"]}, {"type": "null"}]},
+            "n": {"oneOf": [{"type": "integer"}, {"type": "null"}]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        },
+    }
+    result = await registry_with(echo, schema=schema).dispatch("t", arguments)
+    assert result.error == f"invalid arguments for 't': {message}"
