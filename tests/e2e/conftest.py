@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,13 +47,27 @@ def wait_serving(target: str, process: subprocess.Popen[bytes], timeout: float =
 class LiveServer:
     target: str
     process: subprocess.Popen[bytes]
+    data_dir: Path
 
 
-def start_server(*extra: str) -> LiveServer:
+def start_server(*extra: str, data_dir: Path | None = None) -> LiveServer:
+    """`toolwire serve` with the sample tools and the built-ins, its state in
+    `data_dir` (a fresh temporary folder unless given)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(HERE)}
+    data = data_dir or Path(tempfile.mkdtemp(prefix="toolwire-e2e-"))
     process = subprocess.Popen(
-        [TOOLWIRE, "serve", "--port", str(port), "--tools", "sample_tools", *extra],
+        [
+            TOOLWIRE,
+            "serve",
+            "--port",
+            str(port),
+            "--tools",
+            "sample_tools",
+            "--data-dir",
+            str(data),
+            *extra,
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -63,7 +78,7 @@ def start_server(*extra: str) -> LiveServer:
     except Exception:
         process.kill()
         raise
-    return LiveServer(target, process)
+    return LiveServer(target, process, data)
 
 
 def stop_server(server: LiveServer) -> None:
@@ -81,17 +96,28 @@ def free_port_fixture() -> Callable[[], int]:
     return free_port
 
 
-@pytest.fixture(name="start_server")
-def start_server_fixture() -> Iterator[Callable[..., LiveServer]]:
+def _starter() -> Iterator[Callable[..., LiveServer]]:
     started: list[LiveServer] = []
 
-    def start(*extra: str) -> LiveServer:
-        started.append(start_server(*extra))
+    def start(*extra: str, data_dir: Path | None = None) -> LiveServer:
+        started.append(start_server(*extra, data_dir=data_dir))
         return started[-1]
 
     yield start
     for server in started:
         stop_server(server)
+
+
+@pytest.fixture(name="start_server")
+def start_server_fixture() -> Iterator[Callable[..., LiveServer]]:
+    """Servers stopped when the test ends."""
+    yield from _starter()
+
+
+@pytest.fixture(scope="module")
+def start_module_server() -> Iterator[Callable[..., LiveServer]]:
+    """Servers shared by a module's tests, stopped when the module ends."""
+    yield from _starter()
 
 
 @pytest.fixture(name="toolwire_bin")

@@ -54,7 +54,8 @@ def test_list_call_stubs_and_model_tools(live_server: Any) -> None:
     assert "export async function add(" in stubs.stdout
 
     tools = run_cli("model-tools", "--format", "openai_chat", *target)
-    assert {t["function"]["name"] for t in json.loads(tools.stdout)} == {"add", "shout"}
+    names = {t["function"]["name"] for t in json.loads(tools.stdout)}
+    assert {"add", "shout", "memory_read", "file_read"} <= names
 
 
 def test_client_commands_explain_an_unreachable_server(free_port: Callable[[], int]) -> None:
@@ -64,7 +65,9 @@ def test_client_commands_explain_an_unreachable_server(free_port: Callable[[], i
 
 
 def test_bad_tool_module_is_a_clear_startup_error(free_port: Callable[[], int]) -> None:
-    result = run_cli("serve", "--port", str(free_port()), "--tools", "no_such_module_here")
+    result = run_cli(
+        "serve", "--no-builtins", "--port", str(free_port()), "--tools", "no_such_module_here"
+    )
     assert result.returncode == 2
     assert "cannot load tools from 'no_such_module_here'" in result.stderr
 
@@ -79,6 +82,6 @@ def test_sigterm_shuts_down_gracefully(start_server: Callable[..., Any]) -> None
 
 def test_port_in_use_is_a_clear_startup_error(live_server: Any) -> None:
     port = live_server.target.rsplit(":", 1)[1]
-    result = run_cli("serve", "--port", port)
+    result = run_cli("serve", "--no-builtins", "--port", port)
     assert result.returncode == 2, result.stderr
     assert "could not listen" in result.stderr

@@ -1,0 +1,127 @@
+"""`toolwire serve`: the registry with the built-in tools on embedded defaults."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolwire.builtin import GROUPS, BuiltinSettings, builtin_tools, unknown_groups
+from toolwire.errors import ToolwireError
+from toolwire.loading import load_tool_module
+from toolwire.registry import ToolRegistry
+from toolwire.server import ServerConfig, serve
+
+log = logging.getLogger("toolwire")
+
+
+def _env_list(name: str) -> list[str]:
+    return [v for v in os.environ.get(name, "").replace(",", " ").split() if v]
+
+
+def add_commands(commands: Any) -> None:
+    env = os.environ.get
+    serve_cmd: argparse.ArgumentParser = commands.add_parser(
+        "serve", help="run the registry server with the built-in tools"
+    )
+    serve_cmd.set_defaults(run=run)
+    serve_cmd.add_argument("--host", default=env("TOOLWIRE_HOST", "127.0.0.1"))
+    serve_cmd.add_argument("--port", type=int, default=int(env("TOOLWIRE_PORT", "50051")))
+    serve_cmd.add_argument(
+        "--tools", action="append", default=[], metavar="MODULE",
+        help="import MODULE and register its @tool functions (repeatable)",
+    )  # fmt: skip
+    serve_cmd.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
+    serve_cmd.add_argument("--default-timeout", type=float, default=30.0, metavar="SECONDS")
+    serve_cmd.add_argument("--max-output-bytes", type=int, default=16 * 1024)
+    serve_cmd.add_argument("--grace", type=float, default=5.0, metavar="SECONDS")
+
+    builtins = serve_cmd.add_argument_group("built-in tools")
+    builtins.add_argument(
+        "--data-dir", type=Path, default=Path(env("TOOLWIRE_DATA_DIR", ".toolwire")),
+        help="where memory and the default workspace live (env TOOLWIRE_DATA_DIR)",
+    )  # fmt: skip
+    builtins.add_argument(
+        "--workspace", type=Path, default=env("TOOLWIRE_WORKSPACE"),
+        help="the folder file and exec tools are confined to (default: DATA_DIR/workspace)",
+    )  # fmt: skip
+    builtins.add_argument(
+        "--disable", action="append", default=_env_list("TOOLWIRE_DISABLE"), metavar="GROUP",
+        help=f"leave a built-in group out: {', '.join(GROUPS)} (env TOOLWIRE_DISABLE)",
+    )  # fmt: skip
+    builtins.add_argument("--no-builtins", action="store_true", help="no built-in tools at all")
+    builtins.add_argument(
+        "--allow-host", action="append", default=_env_list("TOOLWIRE_WEB_ALLOW_HOSTS"),
+        metavar="HOST",
+        help="let web tools reach this private host, IP or network (env TOOLWIRE_WEB_ALLOW_HOSTS)",
+    )  # fmt: skip
+    builtins.add_argument(
+        "--allow-private-hosts", action="store_true",
+        default=env("TOOLWIRE_WEB_ALLOW_PRIVATE") == "1",
+        help="let web tools reach any private address (local use only)",
+    )  # fmt: skip
+    builtins.add_argument(
+        "--searxng-url", default=env("TOOLWIRE_SEARXNG_URL"),
+        help="a SearXNG instance for web_search (env TOOLWIRE_SEARXNG_URL); "
+        "a Brave Search key is read from TOOLWIRE_BRAVE_API_KEY",
+    )  # fmt: skip
+
+
+def builtin_settings(args: argparse.Namespace) -> BuiltinSettings:
+    disabled = frozenset(GROUPS) if args.no_builtins else frozenset(args.disable)
+    return BuiltinSettings(
+        data_dir=args.data_dir,
+        workspace=args.workspace,
+        disabled=disabled,
+        web_allow_hosts=",".join(args.allow_host),
+        web_allow_private=args.allow_private_hosts,
+        searxng_url=args.searxng_url,
+        brave_api_key=os.environ.get("TOOLWIRE_BRAVE_API_KEY"),
+        max_output_bytes=args.max_output_bytes,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    unknown = unknown_groups(frozenset(args.disable))
+    if unknown:
+        print(
+            f"toolwire: unknown built-in group(s) {', '.join(unknown)}; "
+            f"the groups are {', '.join(GROUPS)}",
+            file=sys.stderr,
+        )
+        return 2
+    registry = ToolRegistry(
+        default_timeout=args.default_timeout, max_output_bytes=args.max_output_bytes
+    )
+    builtins = builtin_tools(builtin_settings(args))
+    try:
+        for t in builtins.tools:
+            registry.register(t)
+        for module in args.tools:
+            try:
+                load_tool_module(registry, module)
+            except (ImportError, ToolwireError) as e:
+                print(f"toolwire: cannot load tools from '{module}': {e}", file=sys.stderr)
+                return 2
+        config = ServerConfig(
+            host=args.host,
+            port=args.port,
+            max_message_bytes=args.max_message_bytes,
+            grace_seconds=args.grace,
+            tool_modules=args.tools,
+        )
+        try:
+            asyncio.run(serve(registry, config))
+        except OSError as e:
+            print(f"toolwire: {e}", file=sys.stderr)
+            return 2
+        return 0
+    finally:
+        builtins.close()
