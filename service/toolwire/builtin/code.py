@@ -1,41 +1,55 @@
 """`execute_code`: the tool through which a model writes code instead of calls.
 
-The definition is what the model needs to know; running the code is the code
-runtime's job. Until a runtime is attached, the handler refuses honestly so a
-model (or a misrouted call) gets a clear failure instead of silence.
+The definition is what the model needs to know; running the code is the job of
+a `CodeRunner` (the Deno sandbox, wired in by the server). Without one, the
+handler refuses honestly so a model gets a clear failure instead of silence.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from toolwire.declare import tool
-from toolwire.models import ErrorCode, SafetyTier, ToolResult
-from toolwire.tools import Tool
+from toolwire.models import CallContext, ErrorCode, SafetyTier, ToolResult
+from toolwire.tools import Tool, ToolContext
+
+CodeRunner = Callable[[str, bool, CallContext], Awaitable[ToolResult]]
+"""Runs `code` (type-checked first when the flag is set) for the caller."""
 
 DESCRIPTION = """Execute TypeScript code in a sandboxed Deno environment and return what it returns.
 
 Use it for work that takes several tool calls, loops, or computation: inside
 the code, call the registry's tools through the generated async functions (one
-per tool, named after it, taking one object of named arguments), combine their
-results, and `return` the value you want back. The code can reach nothing but
-the registry: no files, no network, no environment."""
+per tool, named after it, taking one object of named arguments, e.g.
+`await memory_read({ query: "tides" })`), combine their results, and `return`
+the value you want back. A failed tool call throws a ToolError with `code` and
+`message`. The code can reach nothing but the registry: no files, no network,
+no environment, no processes."""
 
 NO_RUNTIME = (
     "execute_code needs the code runtime, and none is attached to this registry; "
     "call the tools directly instead"
 )
 
+RUN_TIMEOUT_SECONDS = 60.0
 
-def code_tools() -> list[Tool]:
+
+def code_tools(runner: CodeRunner | None = None) -> list[Tool]:
     @tool(
         name="execute_code",
         description=DESCRIPTION,
         safety_tier=SafetyTier.PRIVILEGED,
         group="code",
+        timeout_seconds=RUN_TIMEOUT_SECONDS,
     )
-    async def execute_code(code: str) -> ToolResult:
+    async def execute_code(code: str, context: ToolContext, check: bool = True) -> ToolResult:
         """Args:
-        code: TypeScript source. Its last `return` (at top level) is the result.
+        code: TypeScript statements, run as the body of an async function:
+            `await` the tool functions and `return` the result.
+        check: Type-check the code against the tool functions before running it.
         """
-        return ToolResult.fail(ErrorCode.HANDLER_ERROR, NO_RUNTIME)
+        if runner is None:
+            return ToolResult.fail(ErrorCode.HANDLER_ERROR, NO_RUNTIME)
+        return await runner(code, check, context.call)
 
     return [execute_code.tool]
