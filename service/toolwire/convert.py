@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any, TypedDict, TypeVar
 
 from google.protobuf import duration_pb2, json_format, struct_pb2
 
@@ -275,6 +276,30 @@ def tier_from_proto(value: int) -> SafetyTier | None:
 
 def tier_to_proto(tier: SafetyTier) -> int:
     return _TIERS[tier]
+
+
+class ListFilters(TypedDict):
+    """The keyword arguments of `ToolRegistry.list` that a `ListRequest` carries."""
+
+    group: str
+    tier: SafetyTier | None
+    name_prefix: str
+
+
+def list_filters_from_proto(request: rpb.ListRequest) -> ListFilters:
+    return ListFilters(
+        group=request.group,
+        tier=tier_from_proto(request.safety_tier),
+        name_prefix=request.name_prefix,
+    )
+
+
+def list_response(definitions: Iterable[ToolDefinition]) -> rpb.ListResponse:
+    return rpb.ListResponse(tools=[definition_to_proto(d) for d in definitions])
+
+
+def dispatch_response(result: ToolResult) -> rpb.DispatchResponse:
+    return rpb.DispatchResponse(result=result_to_proto(result))
 
 
 def model_tools_to_proto(converted: ModelTools) -> rpb.ToModelToolsResponse:

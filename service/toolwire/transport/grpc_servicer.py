@@ -78,12 +78,9 @@ class RegistryServicer(rpc.RegistryServiceServicer):
     async def List(
         self, request: rpb.ListRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.ListResponse:
-        tools = self._registry.list(
-            group=request.group,
-            tier=convert.tier_from_proto(request.safety_tier),
-            name_prefix=request.name_prefix,
+        return convert.list_response(
+            self._registry.list(**convert.list_filters_from_proto(request))
         )
-        return rpb.ListResponse(tools=[convert.definition_to_proto(t) for t in tools])
 
     async def Dispatch(
         self, request: rpb.DispatchRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -94,7 +91,7 @@ class RegistryServicer(rpc.RegistryServiceServicer):
             convert.context_from_proto(request.context),
             timeout=context.time_remaining(),
         )
-        return rpb.DispatchResponse(result=convert.result_to_proto(result))
+        return convert.dispatch_response(result)
 
     async def GenerateStubs(
         self, request: rpb.GenerateStubsRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -1,14 +1,22 @@
-"""Management errors as gRPC statuses with a machine-readable `ErrorInfo`.
+"""Management errors as statuses with a machine-readable `ErrorInfo`.
 
 Clients in any language can branch on the reason (and read the suggested free
-name of a duplicate) without parsing the message.
+name of a duplicate) without parsing the message. One mapping (`status_of`)
+serves both listeners: `rich_status` renders it for grpc.aio, `connect_error`
+for the gRPC-web/Connect listener, where the same `ErrorInfo` travels in
+`grpc-status-details-bin` (gRPC-web) or the error's `details` (Connect).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import grpc
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
+from protobuf.wkt import Any as ConnectAny
 
 from toolwire.convert import ConversionError
 from toolwire.errors import (
@@ -39,10 +47,44 @@ def status_of(error: Exception) -> tuple[grpc.StatusCode, str, dict[str, str]]:
     return grpc.StatusCode.INTERNAL, "INTERNAL", {}
 
 
+def error_info(
+    reason: str, metadata: Mapping[str, str] | None = None
+) -> error_details_pb2.ErrorInfo:
+    return error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata or {})
+
+
 def rich_status(error: Exception) -> tuple[grpc.StatusCode, str, tuple[tuple[str, bytes], ...]]:
     """Code, message and the trailing metadata that carries the ErrorInfo."""
     code, reason, metadata = status_of(error)
     detail = any_pb2.Any()
-    detail.Pack(error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata))
+    detail.Pack(error_info(reason, metadata))
     status = status_pb2.Status(code=code.value[0], message=str(error), details=[detail])
     return code, str(error), ((STATUS_DETAILS_KEY, status.SerializeToString()),)
+
+
+def connect_code(code: grpc.StatusCode) -> Code:
+    """The Connect code of a gRPC status code (Connect spells CANCELLED with one L)."""
+    if code is grpc.StatusCode.OK:
+        raise ValueError("OK is not an error code")
+    return Code.CANCELED if code is grpc.StatusCode.CANCELLED else Code[code.name]
+
+
+def connect_error_with(
+    code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str] | None = None
+) -> ConnectError:
+    """A ConnectError carrying a toolwire ErrorInfo, for errors of the HTTP
+    listener itself (run tokens) as well as the mapped management errors."""
+    info = error_info(reason, metadata)
+    # connectrpc's details are messages of its own protobuf runtime; an Any
+    # passes through as is, so the google.protobuf ErrorInfo is packed by hand.
+    detail = ConnectAny(
+        type_url=f"type.googleapis.com/{info.DESCRIPTOR.full_name}",
+        value=info.SerializeToString(),
+    )
+    return ConnectError(connect_code(code), message, details=[detail])
+
+
+def connect_error(error: Exception) -> ConnectError:
+    """The Connect twin of `rich_status`: same code, reason and metadata."""
+    code, reason, metadata = status_of(error)
+    return connect_error_with(code, reason, str(error), metadata)
