@@ -1,4 +1,8 @@
-"""The toolwire server: one registry, served over gRPC with health and reflection.
+"""The toolwire server: one registry, served on two listeners.
+
+- gRPC (grpc.aio, HTTP/2) with health and reflection: agents and providers;
+- HTTP (uvicorn, gRPC-web and Connect): code running in the sandbox, every
+  call authorised by a run token from the one `Capabilities` of the server.
 
 This is the entry point that wires transports to the core; nothing else
 imports a transport.
@@ -7,16 +11,23 @@ imports a transport.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import logging
 import signal
+import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import grpc
+import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .capabilities import Capabilities
 from .providers import ProviderHub
 from .registry import ToolRegistry
+from .transport.connect_app import create_app
 from .transport.grpc_servicer import RegistryServicer
 from .v1 import registry_service_pb2, registry_service_pb2_grpc
 
@@ -30,8 +41,19 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 50051
     max_message_bytes: int = 4 * 1024 * 1024
+    """The largest request either listener accepts (and the largest gRPC reply)."""
     grace_seconds: float = 5.0
     tool_modules: list[str] = field(default_factory=list)
+    http_host: str | None = None
+    """The HTTP (gRPC-web/Connect) listener's address; None: the same as `host`."""
+    http_port: int = 50052
+    """0: any free port (`HttpServer.port` tells which)."""
+    cors_origins: tuple[str, ...] = ()
+    """Browser origins allowed to call the HTTP listener ("*": any); none: CORS off."""
+
+    @property
+    def http_bind_host(self) -> str:
+        return self.host if self.http_host is None else self.http_host
 
 
 class GrpcServer:
@@ -42,10 +64,11 @@ class GrpcServer:
         registry: ToolRegistry,
         config: ServerConfig,
         extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
+        hub: ProviderHub | None = None,
     ) -> None:
         self.registry = registry
         self.config = config
-        self.hub = ProviderHub(registry)
+        self.hub = ProviderHub(registry) if hub is None else hub
         self.health = health.aio.HealthServicer()
         self.port = 0
         self._server = grpc.aio.server(
@@ -87,22 +110,190 @@ class GrpcServer:
         await self._server.wait_for_termination()
 
 
-async def serve(registry: ToolRegistry, config: ServerConfig) -> None:
-    """Run until SIGINT or SIGTERM, then shut down gracefully."""
-    server = GrpcServer(registry, config)
-    port = await server.start()
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handlers: `serve` owns SIGINT and SIGTERM
+    and stops both listeners together (uvicorn would re-raise the signal after
+    its shutdown and kill the process before the gRPC listener drained)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A bound socket, so that port 0 works and the bound port is known before
+    uvicorn starts."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise OSError(f"could not listen on {host}:{port}: {e}") from e
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        raise OSError(f"could not listen on {host}:{port}: {e}") from e
+    return sock
+
+
+def _connect_host(host: str) -> str:
+    """Where a local client reaches a listener bound to `host` (a wildcard
+    address means loopback), bracketed for a URL if IPv6."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host
+    if address.is_unspecified:
+        address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+class HttpServer:
+    """The gRPC-web/Connect listener (uvicorn) for code runs; `port` is the
+    bound port and `base_url` the address a local client (the sandbox) uses."""
+
+    def __init__(
+        self, registry: ToolRegistry, capabilities: Capabilities, config: ServerConfig
+    ) -> None:
+        self.registry = registry
+        self.capabilities = capabilities
+        self.config = config
+        self.app = create_app(
+            registry,
+            capabilities,
+            max_message_bytes=config.max_message_bytes,
+            cors_origins=config.cors_origins,
+        )
+        self.port = 0
+        self._server: _Uvicorn | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def host(self) -> str:
+        """The host part of `base_url` (for the sandbox's --allow-net)."""
+        return _connect_host(self.config.http_bind_host)
+
+    @property
+    def base_url(self) -> str:
+        if not self.port:
+            raise RuntimeError("the HTTP listener has not started")
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> int:
+        sock = _listening_socket(self.config.http_bind_host, self.config.http_port)
+        self.port = int(sock.getsockname()[1])
+        server = _Uvicorn(
+            uvicorn.Config(
+                self.app,
+                lifespan="off",
+                log_level="warning",
+                log_config=None,
+                access_log=False,
+                interface="asgi3",
+                ws="none",
+                proxy_headers=False,
+                server_header=False,
+            )
+        )
+        self._server = server
+        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="toolwire-http")
+        while not server.started:
+            if self._task.done():
+                sock.close()
+                error = self._task.exception()
+                self._server = self._task = None
+                self.port = 0
+                raise OSError(f"the HTTP listener did not start: {error!r}")
+            await asyncio.sleep(0.005)
+        return self.port
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Refuse new connections, let requests in flight finish within the grace period."""
+        if self._server is None or self._task is None:
+            return
+        grace = self.config.grace_seconds if grace is None else grace
+        # uvicorn hands this to asyncio.wait_for (any float, though typed int); at
+        # zero it would time out even with nothing in flight and log an error.
+        self._server.config.timeout_graceful_shutdown = max(grace, 0.1)  # type: ignore[assignment]
+        self._server.should_exit = True
+        await self._task
+        self._server = self._task = None
+
+
+class ToolwireServers:
+    """Both listeners over one registry, one ProviderHub and one Capabilities:
+    the code runtime issues run tokens from `capabilities` and hands the
+    sandbox `http_base_url`."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        config: ServerConfig,
+        *,
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        self.registry = registry
+        self.config = config
+        self.capabilities = Capabilities() if capabilities is None else capabilities
+        self.hub = ProviderHub(registry)
+        self.grpc = GrpcServer(registry, config, hub=self.hub)
+        self.http = HttpServer(registry, self.capabilities, config)
+
+    @property
+    def http_base_url(self) -> str:
+        return self.http.base_url
+
+    async def start(self) -> None:
+        await self.grpc.start()
+        try:
+            await self.http.start()
+        except BaseException:
+            await self.grpc.stop(0)
+            raise
+
+    async def stop(self, grace: float | None = None) -> None:
+        await asyncio.gather(self.grpc.stop(grace), self.http.stop(grace))
+
+
+async def serve(
+    registry: ToolRegistry,
+    config: ServerConfig,
+    *,
+    capabilities: Capabilities | None = None,
+    on_started: Callable[[ToolwireServers], None] | None = None,
+) -> None:
+    """Run both listeners until SIGINT or SIGTERM, then shut both down gracefully.
+
+    `capabilities` lets the caller share the run grants with what it wires in
+    (the code runtime); `on_started` sees the started servers (bound ports,
+    `http_base_url`)."""
+    servers = ToolwireServers(registry, config, capabilities=capabilities)
+    await servers.start()
     log.info(
-        "toolwire serving %s on %s:%d with %d tools",
+        "toolwire serving %s on %s:%d (gRPC) and %s (gRPC-web, Connect) with %d tools",
         SERVICE_NAME,
         config.host,
-        port,
+        servers.grpc.port,
+        servers.http_base_url,
         len(registry.list()),
     )
+    if on_started is not None:
+        on_started(servers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
     log.info("shutting down (grace %.1f s)", config.grace_seconds)
-    await server.stop()
+    await servers.stop()
     registry.close()

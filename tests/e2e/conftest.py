@@ -62,6 +62,8 @@ def start_server(*extra: str, data_dir: Path | None = None) -> LiveServer:
             "serve",
             "--port",
             str(port),
+            "--http-port",
+            "0",  # servers run side by side; none may hold the default HTTP port
             "--tools",
             "sample_tools",
             "--data-dir",

@@ -32,6 +32,20 @@ def add_commands(commands: Any) -> None:
     serve_cmd.add_argument("--host", default=env("TOOLWIRE_HOST", "127.0.0.1"))
     serve_cmd.add_argument("--port", type=int, default=int(env("TOOLWIRE_PORT", "50051")))
     serve_cmd.add_argument(
+        "--http-host", default=env("TOOLWIRE_HTTP_HOST"),
+        help="the gRPC-web/Connect listener's address (default: the same as --host)",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--http-port", type=int, default=int(env("TOOLWIRE_HTTP_PORT", "50052")),
+        help="the gRPC-web/Connect listener's port, for code runs (0: any free port)",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--cors-origin", action="append", default=_env_list("TOOLWIRE_CORS_ORIGINS"),
+        metavar="ORIGIN",
+        help="let browser code from ORIGIN call the HTTP listener ('*': any); repeatable "
+        "(env TOOLWIRE_CORS_ORIGINS); CORS is off without one",
+    )  # fmt: skip
+    serve_cmd.add_argument(
         "--tools", action="append", default=[], metavar="MODULE",
         help="import MODULE and register its @tool functions (repeatable)",
     )  # fmt: skip
@@ -116,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
             max_message_bytes=args.max_message_bytes,
             grace_seconds=args.grace,
             tool_modules=args.tools,
+            http_host=args.http_host,
+            http_port=args.http_port,
+            cors_origins=tuple(args.cors_origin),
         )
         try:
             asyncio.run(serve(registry, config))
