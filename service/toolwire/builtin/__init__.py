@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolwire.builtin.code import code_tools
+from toolwire.builtin.code import CodeRunner, code_tools
 from toolwire.builtin.exec import exec_tools
 from toolwire.builtin.files import DEFAULT_MAX_READ_BYTES, file_tools
 from toolwire.builtin.http import http_tools
@@ -62,6 +62,7 @@ class Builtins:
     """The built-in tools and the resources they hold until `close()`."""
 
     tools: list[Tool]
+    code_runner: CodeRunner | None = None
     _closers: list[Callable[[], object]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -70,23 +71,24 @@ class Builtins:
                 closer()
 
 
-def builtin_tools(settings: BuiltinSettings) -> Builtins:
-    """Every enabled group, over its embedded default."""
-    built = Builtins(tools=[])
+def builtin_tools(settings: BuiltinSettings, *, code_runner: CodeRunner | None = None) -> Builtins:
+    """Every enabled group, over its embedded default. Without `code_runner`,
+    `execute_code` is defined but refuses to run."""
+    built = Builtins(tools=[], code_runner=code_runner)
     for group in GROUPS:
         if settings.enabled(group):
-            built.tools.extend(_GROUP_BUILDERS[group](settings, built._closers))
+            built.tools.extend(_GROUP_BUILDERS[group](settings, built))
     return built
 
 
-def _memory(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
+def _memory(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     manager = SqliteMemoryManager(settings.data_dir / DEFAULT_FILENAME)
-    closers.append(manager.close)
+    built._closers.append(manager.close)
     yield from memory_tools(manager)
 
 
-def _code(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
-    yield from code_tools()
+def _code(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
+    yield from code_tools(built.code_runner)
 
 
 def _policy(settings: BuiltinSettings) -> AddressPolicy:
@@ -98,23 +100,23 @@ def _policy(settings: BuiltinSettings) -> AddressPolicy:
     )
 
 
-def _web(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
+def _web(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     search = build_search_chain(
         searxng_url=settings.searxng_url, brave_api_key=settings.brave_api_key
     )
     yield from web_tools(search, HttpFetcher(_policy(settings)))
 
 
-def _net(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
+def _net(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     yield from http_tools(_policy(settings))
 
 
-def _fs(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
+def _fs(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     limit = min(DEFAULT_MAX_READ_BYTES, settings.max_output_bytes - 512)
     yield from file_tools(Workspace(settings.workspace_root), max_read_bytes=limit)
 
 
-def _runtime(settings: BuiltinSettings, closers: list[Callable[[], object]]) -> Iterator[Tool]:
+def _runtime(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     yield from exec_tools(Workspace(settings.workspace_root))
 
 
