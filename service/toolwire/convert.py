@@ -161,11 +161,31 @@ def definition_to_proto(definition: ToolDefinition) -> pb.ToolDefinition:
     )
     if definition.input_schema is not None:
         message.input_schema.CopyFrom(dict_to_struct(definition.input_schema))
+        message.input_schema_json = json.dumps(definition.input_schema, ensure_ascii=False)
     if definition.output_schema is not None:
         message.output_schema.CopyFrom(dict_to_struct(definition.output_schema))
+        message.output_schema_json = json.dumps(definition.output_schema, ensure_ascii=False)
     if definition.timeout_seconds is not None:
         message.timeout.CopyFrom(seconds_to_duration(definition.timeout_seconds))
     return message
+
+
+def _schema(message: pb.ToolDefinition, field: str) -> JsonObject | None:
+    """The JSON text form when given (it keeps key order), else the Struct."""
+    text: str = getattr(message, f"{field}_json")
+    if text:
+        try:
+            schema = json.loads(text)
+        except ValueError as e:
+            raise ConversionError(
+                f"tool '{message.name}': {field}_json is not valid JSON: {e}"
+            ) from e
+        if not isinstance(schema, dict):
+            raise ConversionError(f"tool '{message.name}': {field}_json must be a JSON object")
+        return schema
+    if message.HasField(field):
+        return struct_to_dict(getattr(message, field))
+    return None
 
 
 def definition_from_proto(message: pb.ToolDefinition) -> ToolDefinition:
@@ -178,12 +198,8 @@ def definition_from_proto(message: pb.ToolDefinition) -> ToolDefinition:
             name=message.name,
             description=message.description,
             parameters=tuple(parameter_from_proto(p) for p in message.parameters),
-            input_schema=struct_to_dict(message.input_schema)
-            if message.HasField("input_schema")
-            else None,
-            output_schema=struct_to_dict(message.output_schema)
-            if message.HasField("output_schema")
-            else None,
+            input_schema=_schema(message, "input_schema"),
+            output_schema=_schema(message, "output_schema"),
             safety_tier=_TIERS_IN.get(message.safety_tier, SafetyTier.SIDE_EFFECTING),
             group=message.group,
             timeout_seconds=timeout,

@@ -1,25 +1,11 @@
 """The conformance vectors for tools whose definitions crossed the wire.
 
 A provider process registers the conformance tools over `Provide`, the way a
-Node or Go agent registers its own. Their schemas travel as
-`google.protobuf.Struct`, a map: the registry receives every object's keys in
-sorted order (`convert.struct_to_dict` sorts them so that the order at least
-does not depend on the sender) and puts back only the top-level properties, in
-the order of the `parameters` list.
-
-So, against the expected outputs made from the in-process definitions:
-- dispatch gives the same outcomes: validation does not care about key order;
-- Anthropic and MCP tools are equal as JSON data (their key order differs);
-- OpenAI strict mode lists every property under `required`, in property
-  order, so a nested object's `required` array comes out sorted: the data
-  differ. Gemini's diagnostics follow the walk of the schema, so their order
-  and the path of the once-per-tool `additionalProperties` note differ;
-- stubs list a nested object's fields alphabetically.
-
-Those differences are marked as strict xfails, not hidden by a looser
-comparison: when the contract carries schemas with their order (for example as
-JSON text, as it already does for arguments and `tools_json`), they pass and
-the markers must go.
+Node or Go agent registers its own. Their schemas travel as JSON text
+(`input_schema_json`) beside the `Struct` form: a Struct is a map and would
+lose the order of keys, which stubs, OpenAI strict mode's `required` lists and
+Gemini's diagnostics all follow. So every answer must equal the expected
+outputs made from the in-process definitions, key order included.
 """
 
 from __future__ import annotations
@@ -31,12 +17,6 @@ import pytest
 from toolwire.models import ModelFormat
 from toolwire.schema import normalize_definition
 from toolwire_client import ToolwireClient
-
-NESTED_ORDER_LOST = (
-    "a Struct does not keep key order: nested properties of wire-registered schemas "
-    "arrive sorted, and only top-level properties are put back in parameter order"
-)
-ORDER_SENSITIVE = {ModelFormat.OPENAI_CHAT, ModelFormat.OPENAI_RESPONSES, ModelFormat.GEMINI}
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +37,7 @@ def test_top_level_parameter_order_survives(vectors: Any, client: ToolwireClient
         assert list(tool["input_schema"]["properties"]) == order[tool["name"]]
 
 
-def test_model_tools(
-    vectors: Any, client: ToolwireClient, model_format: ModelFormat, request: Any
-) -> None:
-    if model_format in ORDER_SENSITIVE:
-        request.applymarker(pytest.mark.xfail(reason=NESTED_ORDER_LOST, strict=True))
+def test_model_tools(vectors: Any, client: ToolwireClient, model_format: ModelFormat) -> None:
     converted = client.to_model_tools(model_format)
     document = {
         "tools": converted.tools,
@@ -70,7 +46,6 @@ def test_model_tools(
     assert document == vectors.expected_model_tools(model_format)
 
 
-@pytest.mark.xfail(reason=NESTED_ORDER_LOST, strict=True)
 def test_stubs(vectors: Any, client: ToolwireClient) -> None:
     assert client.generate_stubs() == vectors.expected_stubs()
 

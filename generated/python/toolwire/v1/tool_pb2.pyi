@@ -79,7 +79,7 @@ class ToolParameter(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[ParameterType, str]] = ..., description: _Optional[str] = ..., required: _Optional[bool] = ..., enum_values: _Optional[_Iterable[str]] = ..., json_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
-    __slots__ = ("name", "description", "parameters", "input_schema", "output_schema", "safety_tier", "group", "timeout", "labels")
+    __slots__ = ("name", "description", "parameters", "input_schema", "output_schema", "safety_tier", "group", "timeout", "labels", "input_schema_json", "output_schema_json")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +96,8 @@ class ToolDefinition(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     parameters: _containers.RepeatedCompositeFieldContainer[ToolParameter]
@@ -105,7 +107,9 @@ class ToolDefinition(_message.Message):
     group: str
     timeout: _duration_pb2.Duration
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Iterable[_Union[ToolParameter, _Mapping]]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., safety_tier: _Optional[_Union[SafetyTier, str]] = ..., group: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    input_schema_json: str
+    output_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Iterable[_Union[ToolParameter, _Mapping]]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., safety_tier: _Optional[_Union[SafetyTier, str]] = ..., group: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ...) -> None: ...
 
 class CallContext(_message.Message):
     __slots__ = ("caller_id", "session_id", "user_id")
