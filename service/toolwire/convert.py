@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
 from google.protobuf import duration_pb2, json_format, struct_pb2
 
+from .events import EventKind, RegistryEvent
 from .formats import ModelTools
 from .models import (
     CallContext,
@@ -26,6 +27,7 @@ from .models import (
     ToolParameter,
     ToolResult,
 )
+from .registry import ListPage
 from .v1 import registry_service_pb2 as rpb
 from .v1 import tool_pb2 as pb
 
@@ -295,11 +297,13 @@ def tier_to_proto(tier: SafetyTier) -> int:
 
 
 class ListFilters(TypedDict):
-    """The keyword arguments of `ToolRegistry.list` that a `ListRequest` carries."""
+    """The keyword arguments of `ToolRegistry.list_page` that a `ListRequest` carries."""
 
     group: str
     tier: SafetyTier | None
     name_prefix: str
+    page_size: int
+    page_token: str
 
 
 def list_filters_from_proto(request: rpb.ListRequest) -> ListFilters:
@@ -307,11 +311,54 @@ def list_filters_from_proto(request: rpb.ListRequest) -> ListFilters:
         group=request.group,
         tier=tier_from_proto(request.safety_tier),
         name_prefix=request.name_prefix,
+        page_size=request.page_size,
+        page_token=request.page_token,
     )
 
 
-def list_response(definitions: Iterable[ToolDefinition]) -> rpb.ListResponse:
-    return rpb.ListResponse(tools=[definition_to_proto(d) for d in definitions])
+def list_response(page: ListPage, keep: Callable[[str], bool] | None = None) -> rpb.ListResponse:
+    """`keep` narrows the page to what a caller may see (a run's grant)."""
+    return rpb.ListResponse(
+        tools=[definition_to_proto(d) for d in page.tools if keep is None or keep(d.name)],
+        next_page_token=page.next_page_token,
+        registry_version=page.version,
+        etag=page.etag,
+    )
+
+
+_EVENT_KINDS = {
+    EventKind.SYNCED: rpb.REGISTRY_EVENT_KIND_SYNCED,
+    EventKind.TOOL_ADDED: rpb.REGISTRY_EVENT_KIND_TOOL_ADDED,
+    EventKind.TOOL_REMOVED: rpb.REGISTRY_EVENT_KIND_TOOL_REMOVED,
+    EventKind.PROVIDER_DISCONNECTED: rpb.REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED,
+}
+
+
+_EVENT_KINDS_IN = _inverse(_EVENT_KINDS)
+
+
+def event_from_proto(message: rpb.WatchResponse) -> RegistryEvent:
+    return RegistryEvent(
+        kind=_EVENT_KINDS_IN.get(message.kind, EventKind.SYNCED),
+        version=message.registry_version,
+        name=message.tool_name,
+        definition=definition_from_proto(message.definition)
+        if message.HasField("definition")
+        else None,
+        provider_id=message.provider_id,
+    )
+
+
+def event_to_proto(event: RegistryEvent) -> rpb.WatchResponse:
+    message = rpb.WatchResponse(
+        registry_version=event.version,
+        kind=_EVENT_KINDS[event.kind],
+        tool_name=event.name,
+        provider_id=event.provider_id,
+    )
+    if event.definition is not None:
+        message.definition.CopyFrom(definition_to_proto(event.definition))
+    return message
 
 
 def dispatch_response(result: ToolResult) -> rpb.DispatchResponse:

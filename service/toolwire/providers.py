@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ProviderNotFoundError
+from .events import EventKind, RegistryEvent
 from .models import CallContext, ErrorCode, ToolDefinition, ToolResult
 from .registry import ToolRegistry
 from .tools import Tool, ToolContext
@@ -149,4 +150,11 @@ class ProviderHub:
         self._sessions.pop(session.provider_id, None)
         gone = self.registry.unregister_owner(session.provider_id)
         session.close()
+        self.registry.events.publish(
+            RegistryEvent(
+                EventKind.PROVIDER_DISCONNECTED,
+                self.registry.version,
+                provider_id=session.provider_id,
+            )
+        )
         return gone

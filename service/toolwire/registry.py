@@ -23,6 +23,7 @@ from .errors import (
     NotOwnerError,
     ToolNotFoundError,
 )
+from .events import EventHub, EventKind, RegistryEvent
 from .formats import ModelTools, to_model_tools
 from .models import (
     CallContext,
@@ -34,6 +35,7 @@ from .models import (
 )
 from .names import name_problem, suggest_free_name
 from .output import Output, finish
+from .paging import paginate
 from .schema import normalize_definition
 from .stubs import generate_stubs
 from .tools import Tool, ToolContext
@@ -43,6 +45,17 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
 DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
 _NO_CONTEXT = CallContext()
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    tools: list[ToolDefinition]
+    next_page_token: str
+    version: int
+
+    @property
+    def etag(self) -> str:
+        return f"v{self.version}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +86,7 @@ class ToolRegistry:
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._version = 0
+        self.events = EventHub()
 
     @property
     def version(self) -> int:
@@ -102,6 +116,9 @@ class ToolRegistry:
                 )
             self._entries = {**self._entries, definition.name: entry}
             self._version += 1
+            self.events.publish(
+                RegistryEvent(EventKind.TOOL_ADDED, self._version, definition.name, definition)
+            )
         return definition
 
     def unregister(self, name: str, *, owner: str | None = None) -> None:
@@ -114,6 +131,7 @@ class ToolRegistry:
                 raise NotOwnerError(f"tool '{name}' was registered by another provider")
             self._entries = {k: v for k, v in self._entries.items() if k != name}
             self._version += 1
+            self.events.publish(RegistryEvent(EventKind.TOOL_REMOVED, self._version, name))
 
     def unregister_owner(self, owner: str) -> list[str]:
         """Remove every tool of a provider (it disconnected); returns their names."""
@@ -122,6 +140,12 @@ class ToolRegistry:
             if gone:
                 self._entries = {k: v for k, v in self._entries.items() if v.owner != owner}
                 self._version += 1
+                for name in gone:
+                    self.events.publish(
+                        RegistryEvent(
+                            EventKind.TOOL_REMOVED, self._version, name, provider_id=owner
+                        )
+                    )
         return gone
 
     def get(self, name: str) -> ToolDefinition | None:
@@ -136,13 +160,31 @@ class ToolRegistry:
         self, *, group: str = "", tier: SafetyTier | None = None, name_prefix: str = ""
     ) -> list[ToolDefinition]:
         """Sorted by name, filtered; empty filters match everything."""
-        return [
+        return self.list_page(group=group, tier=tier, name_prefix=name_prefix).tools
+
+    def list_page(
+        self,
+        *,
+        group: str = "",
+        tier: SafetyTier | None = None,
+        name_prefix: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> ListPage:
+        """One page of `list`, with the registry version it reflects.
+
+        Raises PageTokenError for a bad size or token."""
+        with self._lock:
+            version, entries = self._version, self._entries
+        tools = [
             e.tool.definition
-            for name, e in sorted(self._entries.items())
+            for name, e in sorted(entries.items())
             if name.startswith(name_prefix)
             and (not group or e.tool.definition.group == group)
             and (tier is None or e.tool.definition.safety_tier is tier)
         ]
+        page, next_token = paginate(tools, page_size, page_token)
+        return ListPage(page, next_token, version)
 
     def _selected(self, names: Sequence[str]) -> builtins.list[ToolDefinition]:
         if not names:

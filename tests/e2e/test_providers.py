@@ -112,3 +112,30 @@ def test_200_concurrent_dispatches_over_one_provider_stream(
 
     outputs = asyncio.run(scenario())
     assert outputs == [str(i + 1000) for i in range(200)]
+
+
+def test_a_watcher_sees_a_provider_process_come_and_go(live_server: Any, tmp_path: Path) -> None:
+    async def scenario() -> list[tuple[str, str]]:
+        async with AsyncToolwireClient(live_server.target) as client:
+            stream = client.watch()
+            synced = await anext(stream)
+            process = subprocess.Popen(  # noqa: ASYNC220 (Popen returns at once)
+                [sys.executable, str(HERE / "provider_app.py"), live_server.target, str(tmp_path)]
+            )
+            seen: list[tuple[str, str]] = []
+            try:
+                while ("provider_disconnected", "") not in seen:
+                    event = await asyncio.wait_for(anext(stream), 20)
+                    assert event.version >= synced.version
+                    seen.append((event.kind.value, event.name))
+                    if len(seen) == len(PROVIDER_TOOLS):
+                        process.send_signal(signal.SIGINT)
+            finally:
+                process.wait(10)
+                await stream.aclose()
+            return seen
+
+    seen = asyncio.run(scenario())
+    assert {n for k, n in seen if k == "tool_added"} == PROVIDER_TOOLS
+    assert {n for k, n in seen if k == "tool_removed"} == PROVIDER_TOOLS
+    assert seen[-1] == ("provider_disconnected", "")

@@ -317,3 +317,38 @@ async def test_register_rejects_bad_definitions_precisely(
     ok = await stub.Dispatch(rpb.DispatchRequest(name="add", arguments_json='{"a": 1, "b": 1}'))
     assert ok.result.output == "2", "the server keeps serving"
     await provider.outgoing.put(None)
+
+
+async def test_list_pages_and_bad_tokens(channel: grpc.aio.Channel) -> None:
+    stub = rpc.RegistryServiceStub(channel)
+    page = await stub.List(rpb.ListRequest(page_size=1))
+    assert [t.name for t in page.tools] == ["add"] and page.next_page_token == ""
+    assert page.registry_version >= 1 and page.etag == f"v{page.registry_version}"
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.List(rpb.ListRequest(page_token="nope"))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "INVALID_PAGE"
+
+
+async def test_watch_reports_a_providers_tools_coming_and_going(channel: grpc.aio.Channel) -> None:
+    stub = rpc.RegistryServiceStub(channel)
+    watch = stub.Watch(rpb.WatchRequest())
+    synced = await asyncio.wait_for(watch.read(), 5)
+    assert synced.kind == rpb.REGISTRY_EVENT_KIND_SYNCED
+    provider = ProviderStream(stub)
+    hello = rpb.ProviderHello(tools=[pb.ToolDefinition(name="w", parameters=[string_param("s")])])
+    await provider.send(rpb.ProvideRequest(hello=hello))
+    provider_id = (await provider.receive()).accepted.provider_id
+    added = await asyncio.wait_for(watch.read(), 5)
+    assert (added.kind, added.tool_name) == (rpb.REGISTRY_EVENT_KIND_TOOL_ADDED, "w")
+    assert added.registry_version > synced.registry_version
+    assert added.definition.input_schema_json
+    await provider.outgoing.put(None)
+    removed = await asyncio.wait_for(watch.read(), 5)
+    gone = await asyncio.wait_for(watch.read(), 5)
+    assert (removed.kind, removed.tool_name) == (rpb.REGISTRY_EVENT_KIND_TOOL_REMOVED, "w")
+    assert (gone.kind, gone.provider_id) == (
+        rpb.REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED,
+        provider_id,
+    )
+    watch.cancel()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
+from toolwire import convert
+from toolwire.events import RegistryEvent
 from toolwire.models import CallContext, ModelFormat, SafetyTier, ToolDefinition, ToolResult
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1 import registry_service_pb2_grpc as rpc
@@ -132,6 +134,19 @@ class AsyncToolwireClient:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def watch(self) -> AsyncIterator[RegistryEvent]:
+        """Registry changes as they happen: first a SYNCED event at the current
+        version, then tools added and removed and providers disconnected.
+        To stay in step, watch, then `list`, and apply later versions."""
+        call = self._stub.Watch(rpb.WatchRequest(), metadata=self._metadata)
+        try:
+            async for message in call:
+                yield convert.event_from_proto(message)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from e
+        finally:
+            call.cancel()
 
     async def _call(
         self,

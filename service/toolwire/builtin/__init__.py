@@ -120,9 +120,7 @@ def _runtime(settings: BuiltinSettings, built: Builtins) -> Iterator[Tool]:
     yield from exec_tools(Workspace(settings.workspace_root))
 
 
-_GROUP_BUILDERS: dict[
-    str, Callable[[BuiltinSettings, list[Callable[[], object]]], Iterator[Tool]]
-] = {
+_GROUP_BUILDERS: dict[str, Callable[[BuiltinSettings, Builtins], Iterator[Tool]]] = {
     "memory": _memory,
     "code": _code,
     "web": _web,

@@ -33,7 +33,9 @@ from toolwire import convert
 from toolwire.capabilities import Capabilities, RunGrant
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
+from toolwire.events import WatchOverflowError, watch_events
 from toolwire.formats import ModelTools
+from toolwire.paging import PageTokenError
 from toolwire.registry import ToolRegistry
 from toolwire.stubs import generate_stubs
 from toolwire.transport.status import connect_error, connect_error_with
@@ -125,8 +127,22 @@ class RunTokenRegistryService(RegistryService):
         self, request: rpb.ListRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.ListResponse:
         grant = self._grant(ctx)
-        tools = self._registry.list(**convert.list_filters_from_proto(request))
-        return convert.list_response(t for t in tools if grant.permits(t.name))
+        try:
+            page = self._registry.list_page(**convert.list_filters_from_proto(request))
+        except PageTokenError as e:
+            raise connect_error(e) from e
+        return convert.list_response(page, grant.permits)
+
+    async def watch(
+        self, request: rpb.WatchRequest, ctx: RequestContext[Any, Any], /
+    ) -> AsyncIterator[rpb.WatchResponse]:
+        grant = self._grant(ctx)
+        try:
+            async for event in watch_events(self._registry):
+                if not event.name or grant.permits(event.name):
+                    yield convert.event_to_proto(event)
+        except WatchOverflowError as e:
+            raise connect_error(e) from e
 
     async def dispatch(
         self, request: rpb.DispatchRequest, ctx: RequestContext[Any, Any], /

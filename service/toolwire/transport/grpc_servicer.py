@@ -12,6 +12,8 @@ import grpc
 from toolwire import convert
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
+from toolwire.events import WatchOverflowError, watch_events
+from toolwire.paging import PageTokenError
 from toolwire.providers import CallCancelled, CallOrder, Outbound, ProviderHub, ProviderSession
 from toolwire.registry import ToolRegistry
 from toolwire.transport.status import rich_status
@@ -78,9 +80,20 @@ class RegistryServicer(rpc.RegistryServiceServicer):
     async def List(
         self, request: rpb.ListRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.ListResponse:
-        return convert.list_response(
-            self._registry.list(**convert.list_filters_from_proto(request))
-        )
+        try:
+            page = self._registry.list_page(**convert.list_filters_from_proto(request))
+        except PageTokenError as e:
+            await _abort(context, e)
+        return convert.list_response(page)
+
+    async def Watch(
+        self, request: rpb.WatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[rpb.WatchResponse]:
+        try:
+            async for event in watch_events(self._registry):
+                yield convert.event_to_proto(event)
+        except WatchOverflowError as e:
+            await _abort(context, e)
 
     async def Dispatch(
         self, request: rpb.DispatchRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -26,6 +26,8 @@ from toolwire.errors import (
     ProviderNotFoundError,
     ToolNotFoundError,
 )
+from toolwire.events import WatchOverflowError
+from toolwire.paging import PageTokenError
 
 DOMAIN = "toolwire"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -33,6 +35,10 @@ STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 def status_of(error: Exception) -> tuple[grpc.StatusCode, str, dict[str, str]]:
     """The status code, ErrorInfo reason and metadata that describe `error`."""
+    if isinstance(error, PageTokenError):
+        return grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE", {}
+    if isinstance(error, WatchOverflowError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_OVERFLOW", {}
     if isinstance(error, DuplicateToolError):
         meta = {"name": error.name, "suggestion": error.suggestion}
         return grpc.StatusCode.ALREADY_EXISTS, "DUPLICATE_TOOL", meta

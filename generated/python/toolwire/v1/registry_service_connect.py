@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .registry_service_pb2 import DispatchRequest, DispatchResponse, GenerateStubsRequest, GenerateStubsResponse, ListRequest, ListResponse, ProvideRequest, ProvideResponse, RegisterRequest, RegisterResponse, ToModelToolsRequest, ToModelToolsResponse, UnregisterRequest, UnregisterResponse
+from .registry_service_pb2 import DispatchRequest, DispatchResponse, GenerateStubsRequest, GenerateStubsResponse, ListRequest, ListResponse, ProvideRequest, ProvideResponse, RegisterRequest, RegisterResponse, ToModelToolsRequest, ToModelToolsResponse, UnregisterRequest, UnregisterResponse, WatchRequest, WatchResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -78,6 +78,16 @@ class RegistryService(Protocol):
         A tool provider's connection: the provider announces tools, the registry
         sends it call orders, the provider answers with results. Closing the
         stream unregisters the provider's tools.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch(self, request: WatchRequest, ctx: RequestContext[WatchRequest, WatchResponse], /) -> AsyncIterator[WatchResponse]:
+        """
+        Registry changes as they happen (the gRPC counterpart of MCP's
+        list_changed): first a SYNCED event with the current registry version,
+        then every tool added or removed and every provider that disconnected.
+        To stay in step: Watch, then List, then apply the events whose version is
+        above the List's `registry_version`.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -171,6 +181,17 @@ class RegistryServiceASGIApplication(ConnectASGIApplication[RegistryService]):
                         stream_type=StreamType.BIDI_STREAM,
                     ),
                     function=svc.provide,
+                ),
+                "/toolwire.v1.RegistryService/Watch": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="Watch",
+                        service_name="toolwire.v1.RegistryService",
+                        input=WatchRequest,
+                        output=WatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch,
                 ),
             },
             interceptors=interceptors,
@@ -372,6 +393,33 @@ class RegistryServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    def watch(
+        self,
+        request: WatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchResponse]:
+        """
+        Registry changes as they happen (the gRPC counterpart of MCP's
+        list_changed): first a SYNCED event with the current registry version,
+        then every tool added or removed and every provider that disconnected.
+        To stay in step: Watch, then List, then apply the events whose version is
+        above the List's `registry_version`.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="Watch",
+                service_name="toolwire.v1.RegistryService",
+                input=WatchRequest,
+                output=WatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class RegistryServiceSync(Protocol):
     """
@@ -414,6 +462,16 @@ class RegistryServiceSync(Protocol):
         A tool provider's connection: the provider announces tools, the registry
         sends it call orders, the provider answers with results. Closing the
         stream unregisters the provider's tools.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch(self, request: WatchRequest, ctx: RequestContext[WatchRequest, WatchResponse], /) -> Iterator[WatchResponse]:
+        """
+        Registry changes as they happen (the gRPC counterpart of MCP's
+        list_changed): first a SYNCED event with the current registry version,
+        then every tool added or removed and every provider that disconnected.
+        To stay in step: Watch, then List, then apply the events whose version is
+        above the List's `registry_version`.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -505,6 +563,17 @@ class RegistryServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.BIDI_STREAM,
                     ),
                     function=service.provide,
+                ),
+                "/toolwire.v1.RegistryService/Watch": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="Watch",
+                        service_name="toolwire.v1.RegistryService",
+                        input=WatchRequest,
+                        output=WatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.watch,
                 ),
             },
             interceptors=interceptors,
@@ -702,6 +771,33 @@ class RegistryServiceClientSync(ConnectClientSync):
                 output=ProvideResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.BIDI_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch(
+        self,
+        request: WatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[WatchResponse]:
+        """
+        Registry changes as they happen (the gRPC counterpart of MCP's
+        list_changed): first a SYNCED event with the current registry version,
+        then every tool added or removed and every provider that disconnected.
+        To stay in step: Watch, then List, then apply the events whose version is
+        above the List's `registry_version`.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="Watch",
+                service_name="toolwire.v1.RegistryService",
+                input=WatchRequest,
+                output=WatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
             ),
             headers=headers,
             timeout_ms=timeout_ms,

@@ -26,15 +26,17 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from toolwire.v1 import tool_pb2 as toolwire_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"toolwire/v1/registry_service.proto\x12\x0btoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16toolwire/v1/tool.proto\"W\n\x0fRegisterRequest\x12/\n\ndefinition\x18\x01 \x01(\x0b\x32\x1b.toolwire.v1.ToolDefinition\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\"C\n\x10RegisterResponse\x12/\n\ndefinition\x18\x01 \x01(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"!\n\x11UnregisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12UnregisterResponse\"_\n\x0bListRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12,\n\x0bsafety_tier\x18\x02 \x01(\x0e\x32\x17.toolwire.v1.SafetyTier\x12\x13\n\x0bname_prefix\x18\x03 \x01(\t\":\n\x0cListResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"b\n\x0f\x44ispatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x02 \x01(\t\x12)\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x18.toolwire.v1.CallContext\";\n\x10\x44ispatchResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.toolwire.v1.ToolResult\"%\n\x14GenerateStubsRequest\x12\r\n\x05names\x18\x01 \x03(\t\"+\n\x15GenerateStubsResponse\x12\x12\n\ntypescript\x18\x01 \x01(\t\"N\n\x13ToModelToolsRequest\x12(\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x18.toolwire.v1.ModelFormat\x12\r\n\x05names\x18\x02 \x03(\t\">\n\nDiagnostic\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"X\n\x14ToModelToolsResponse\x12\x12\n\ntools_json\x18\x01 \x01(\t\x12,\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32\x17.toolwire.v1.Diagnostic\"r\n\x0eProvideRequest\x12+\n\x05hello\x18\x01 \x01(\x0b\x32\x1a.toolwire.v1.ProviderHelloH\x00\x12+\n\x07outcome\x18\x02 \x01(\x0b\x32\x18.toolwire.v1.CallOutcomeH\x00\x42\x06\n\x04kind\"R\n\rProviderHello\x12\x15\n\rprovider_name\x18\x01 \x01(\t\x12*\n\x05tools\x18\x02 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"G\n\x0b\x43\x61llOutcome\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x17.toolwire.v1.ToolResult\"\xa5\x01\n\x0fProvideResponse\x12\x31\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1d.toolwire.v1.ProviderAcceptedH\x00\x12&\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x16.toolwire.v1.CallOrderH\x00\x12/\n\tcancelled\x18\x03 \x01(\x0b\x32\x1a.toolwire.v1.CallCancelledH\x00\x42\x06\n\x04kind\"S\n\x10ProviderAccepted\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\x12*\n\x05tools\x18\x02 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"\x99\x01\n\tCallOrder\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12)\n\x07\x63ontext\x18\x04 \x01(\x0b\x32\x18.toolwire.v1.CallContext\x12*\n\x07timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\" \n\rCallCancelled\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t*\xb7\x01\n\x0bModelFormat\x12\x1c\n\x18MODEL_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n\x16MODEL_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18MODEL_FORMAT_OPENAI_CHAT\x10\x02\x12!\n\x1dMODEL_FORMAT_OPENAI_RESPONSES\x10\x03\x12\x17\n\x13MODEL_FORMAT_GEMINI\x10\x04\x12\x14\n\x10MODEL_FORMAT_MCP\x10\x05\x32\xa6\x04\n\x0fRegistryService\x12G\n\x08Register\x12\x1c.toolwire.v1.RegisterRequest\x1a\x1d.toolwire.v1.RegisterResponse\x12M\n\nUnregister\x12\x1e.toolwire.v1.UnregisterRequest\x1a\x1f.toolwire.v1.UnregisterResponse\x12;\n\x04List\x12\x18.toolwire.v1.ListRequest\x1a\x19.toolwire.v1.ListResponse\x12G\n\x08\x44ispatch\x12\x1c.toolwire.v1.DispatchRequest\x1a\x1d.toolwire.v1.DispatchResponse\x12V\n\rGenerateStubs\x12!.toolwire.v1.GenerateStubsRequest\x1a\".toolwire.v1.GenerateStubsResponse\x12S\n\x0cToModelTools\x12 .toolwire.v1.ToModelToolsRequest\x1a!.toolwire.v1.ToModelToolsResponse\x12H\n\x07Provide\x12\x1b.toolwire.v1.ProvideRequest\x1a\x1c.toolwire.v1.ProvideResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"toolwire/v1/registry_service.proto\x12\x0btoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16toolwire/v1/tool.proto\"W\n\x0fRegisterRequest\x12/\n\ndefinition\x18\x01 \x01(\x0b\x32\x1b.toolwire.v1.ToolDefinition\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\"C\n\x10RegisterResponse\x12/\n\ndefinition\x18\x01 \x01(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"!\n\x11UnregisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12UnregisterResponse\"\x86\x01\n\x0bListRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12,\n\x0bsafety_tier\x18\x02 \x01(\x0e\x32\x17.toolwire.v1.SafetyTier\x12\x13\n\x0bname_prefix\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"{\n\x0cListResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x18\n\x10registry_version\x18\x03 \x01(\x04\x12\x0c\n\x04\x65tag\x18\x04 \x01(\t\"\x0e\n\x0cWatchRequest\"\xb0\x01\n\rWatchResponse\x12\x18\n\x10registry_version\x18\x01 \x01(\x04\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.toolwire.v1.RegistryEventKind\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12/\n\ndefinition\x18\x04 \x01(\x0b\x32\x1b.toolwire.v1.ToolDefinition\x12\x13\n\x0bprovider_id\x18\x05 \x01(\t\"b\n\x0f\x44ispatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x02 \x01(\t\x12)\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x18.toolwire.v1.CallContext\";\n\x10\x44ispatchResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.toolwire.v1.ToolResult\"%\n\x14GenerateStubsRequest\x12\r\n\x05names\x18\x01 \x03(\t\"+\n\x15GenerateStubsResponse\x12\x12\n\ntypescript\x18\x01 \x01(\t\"N\n\x13ToModelToolsRequest\x12(\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x18.toolwire.v1.ModelFormat\x12\r\n\x05names\x18\x02 \x03(\t\">\n\nDiagnostic\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"X\n\x14ToModelToolsResponse\x12\x12\n\ntools_json\x18\x01 \x01(\t\x12,\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32\x17.toolwire.v1.Diagnostic\"r\n\x0eProvideRequest\x12+\n\x05hello\x18\x01 \x01(\x0b\x32\x1a.toolwire.v1.ProviderHelloH\x00\x12+\n\x07outcome\x18\x02 \x01(\x0b\x32\x18.toolwire.v1.CallOutcomeH\x00\x42\x06\n\x04kind\"R\n\rProviderHello\x12\x15\n\rprovider_name\x18\x01 \x01(\t\x12*\n\x05tools\x18\x02 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"G\n\x0b\x43\x61llOutcome\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x17.toolwire.v1.ToolResult\"\xa5\x01\n\x0fProvideResponse\x12\x31\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1d.toolwire.v1.ProviderAcceptedH\x00\x12&\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x16.toolwire.v1.CallOrderH\x00\x12/\n\tcancelled\x18\x03 \x01(\x0b\x32\x1a.toolwire.v1.CallCancelledH\x00\x42\x06\n\x04kind\"S\n\x10ProviderAccepted\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\x12*\n\x05tools\x18\x02 \x03(\x0b\x32\x1b.toolwire.v1.ToolDefinition\"\x99\x01\n\tCallOrder\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12)\n\x07\x63ontext\x18\x04 \x01(\x0b\x32\x18.toolwire.v1.CallContext\x12*\n\x07timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\" \n\rCallCancelled\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t*\xd1\x01\n\x11RegistryEventKind\x12#\n\x1fREGISTRY_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aREGISTRY_EVENT_KIND_SYNCED\x10\x01\x12\"\n\x1eREGISTRY_EVENT_KIND_TOOL_ADDED\x10\x02\x12$\n REGISTRY_EVENT_KIND_TOOL_REMOVED\x10\x03\x12-\n)REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED\x10\x04*\xb7\x01\n\x0bModelFormat\x12\x1c\n\x18MODEL_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n\x16MODEL_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18MODEL_FORMAT_OPENAI_CHAT\x10\x02\x12!\n\x1dMODEL_FORMAT_OPENAI_RESPONSES\x10\x03\x12\x17\n\x13MODEL_FORMAT_GEMINI\x10\x04\x12\x14\n\x10MODEL_FORMAT_MCP\x10\x05\x32\xe8\x04\n\x0fRegistryService\x12G\n\x08Register\x12\x1c.toolwire.v1.RegisterRequest\x1a\x1d.toolwire.v1.RegisterResponse\x12M\n\nUnregister\x12\x1e.toolwire.v1.UnregisterRequest\x1a\x1f.toolwire.v1.UnregisterResponse\x12;\n\x04List\x12\x18.toolwire.v1.ListRequest\x1a\x19.toolwire.v1.ListResponse\x12G\n\x08\x44ispatch\x12\x1c.toolwire.v1.DispatchRequest\x1a\x1d.toolwire.v1.DispatchResponse\x12V\n\rGenerateStubs\x12!.toolwire.v1.GenerateStubsRequest\x1a\".toolwire.v1.GenerateStubsResponse\x12S\n\x0cToModelTools\x12 .toolwire.v1.ToModelToolsRequest\x1a!.toolwire.v1.ToModelToolsResponse\x12H\n\x07Provide\x12\x1b.toolwire.v1.ProvideRequest\x1a\x1c.toolwire.v1.ProvideResponse(\x01\x30\x01\x12@\n\x05Watch\x12\x19.toolwire.v1.WatchRequest\x1a\x1a.toolwire.v1.WatchResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolwire.v1.registry_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MODELFORMAT']._serialized_start=1675
-  _globals['_MODELFORMAT']._serialized_end=1858
+  _globals['_REGISTRYEVENTKIND']._serialized_start=1975
+  _globals['_REGISTRYEVENTKIND']._serialized_end=2184
+  _globals['_MODELFORMAT']._serialized_start=2187
+  _globals['_MODELFORMAT']._serialized_end=2370
   _globals['_REGISTERREQUEST']._serialized_start=107
   _globals['_REGISTERREQUEST']._serialized_end=194
   _globals['_REGISTERRESPONSE']._serialized_start=196
@@ -43,38 +45,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UNREGISTERREQUEST']._serialized_end=298
   _globals['_UNREGISTERRESPONSE']._serialized_start=300
   _globals['_UNREGISTERRESPONSE']._serialized_end=320
-  _globals['_LISTREQUEST']._serialized_start=322
-  _globals['_LISTREQUEST']._serialized_end=417
-  _globals['_LISTRESPONSE']._serialized_start=419
-  _globals['_LISTRESPONSE']._serialized_end=477
-  _globals['_DISPATCHREQUEST']._serialized_start=479
-  _globals['_DISPATCHREQUEST']._serialized_end=577
-  _globals['_DISPATCHRESPONSE']._serialized_start=579
-  _globals['_DISPATCHRESPONSE']._serialized_end=638
-  _globals['_GENERATESTUBSREQUEST']._serialized_start=640
-  _globals['_GENERATESTUBSREQUEST']._serialized_end=677
-  _globals['_GENERATESTUBSRESPONSE']._serialized_start=679
-  _globals['_GENERATESTUBSRESPONSE']._serialized_end=722
-  _globals['_TOMODELTOOLSREQUEST']._serialized_start=724
-  _globals['_TOMODELTOOLSREQUEST']._serialized_end=802
-  _globals['_DIAGNOSTIC']._serialized_start=804
-  _globals['_DIAGNOSTIC']._serialized_end=866
-  _globals['_TOMODELTOOLSRESPONSE']._serialized_start=868
-  _globals['_TOMODELTOOLSRESPONSE']._serialized_end=956
-  _globals['_PROVIDEREQUEST']._serialized_start=958
-  _globals['_PROVIDEREQUEST']._serialized_end=1072
-  _globals['_PROVIDERHELLO']._serialized_start=1074
-  _globals['_PROVIDERHELLO']._serialized_end=1156
-  _globals['_CALLOUTCOME']._serialized_start=1158
-  _globals['_CALLOUTCOME']._serialized_end=1229
-  _globals['_PROVIDERESPONSE']._serialized_start=1232
-  _globals['_PROVIDERESPONSE']._serialized_end=1397
-  _globals['_PROVIDERACCEPTED']._serialized_start=1399
-  _globals['_PROVIDERACCEPTED']._serialized_end=1482
-  _globals['_CALLORDER']._serialized_start=1485
-  _globals['_CALLORDER']._serialized_end=1638
-  _globals['_CALLCANCELLED']._serialized_start=1640
-  _globals['_CALLCANCELLED']._serialized_end=1672
-  _globals['_REGISTRYSERVICE']._serialized_start=1861
-  _globals['_REGISTRYSERVICE']._serialized_end=2411
+  _globals['_LISTREQUEST']._serialized_start=323
+  _globals['_LISTREQUEST']._serialized_end=457
+  _globals['_LISTRESPONSE']._serialized_start=459
+  _globals['_LISTRESPONSE']._serialized_end=582
+  _globals['_WATCHREQUEST']._serialized_start=584
+  _globals['_WATCHREQUEST']._serialized_end=598
+  _globals['_WATCHRESPONSE']._serialized_start=601
+  _globals['_WATCHRESPONSE']._serialized_end=777
+  _globals['_DISPATCHREQUEST']._serialized_start=779
+  _globals['_DISPATCHREQUEST']._serialized_end=877
+  _globals['_DISPATCHRESPONSE']._serialized_start=879
+  _globals['_DISPATCHRESPONSE']._serialized_end=938
+  _globals['_GENERATESTUBSREQUEST']._serialized_start=940
+  _globals['_GENERATESTUBSREQUEST']._serialized_end=977
+  _globals['_GENERATESTUBSRESPONSE']._serialized_start=979
+  _globals['_GENERATESTUBSRESPONSE']._serialized_end=1022
+  _globals['_TOMODELTOOLSREQUEST']._serialized_start=1024
+  _globals['_TOMODELTOOLSREQUEST']._serialized_end=1102
+  _globals['_DIAGNOSTIC']._serialized_start=1104
+  _globals['_DIAGNOSTIC']._serialized_end=1166
+  _globals['_TOMODELTOOLSRESPONSE']._serialized_start=1168
+  _globals['_TOMODELTOOLSRESPONSE']._serialized_end=1256
+  _globals['_PROVIDEREQUEST']._serialized_start=1258
+  _globals['_PROVIDEREQUEST']._serialized_end=1372
+  _globals['_PROVIDERHELLO']._serialized_start=1374
+  _globals['_PROVIDERHELLO']._serialized_end=1456
+  _globals['_CALLOUTCOME']._serialized_start=1458
+  _globals['_CALLOUTCOME']._serialized_end=1529
+  _globals['_PROVIDERESPONSE']._serialized_start=1532
+  _globals['_PROVIDERESPONSE']._serialized_end=1697
+  _globals['_PROVIDERACCEPTED']._serialized_start=1699
+  _globals['_PROVIDERACCEPTED']._serialized_end=1782
+  _globals['_CALLORDER']._serialized_start=1785
+  _globals['_CALLORDER']._serialized_end=1938
+  _globals['_CALLCANCELLED']._serialized_start=1940
+  _globals['_CALLCANCELLED']._serialized_end=1972
+  _globals['_REGISTRYSERVICE']._serialized_start=2373
+  _globals['_REGISTRYSERVICE']._serialized_end=2989
 # @@protoc_insertion_point(module_scope)

@@ -11,6 +11,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class RegistryEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REGISTRY_EVENT_KIND_UNSPECIFIED: _ClassVar[RegistryEventKind]
+    REGISTRY_EVENT_KIND_SYNCED: _ClassVar[RegistryEventKind]
+    REGISTRY_EVENT_KIND_TOOL_ADDED: _ClassVar[RegistryEventKind]
+    REGISTRY_EVENT_KIND_TOOL_REMOVED: _ClassVar[RegistryEventKind]
+    REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED: _ClassVar[RegistryEventKind]
+
 class ModelFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MODEL_FORMAT_UNSPECIFIED: _ClassVar[ModelFormat]
@@ -19,6 +27,11 @@ class ModelFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MODEL_FORMAT_OPENAI_RESPONSES: _ClassVar[ModelFormat]
     MODEL_FORMAT_GEMINI: _ClassVar[ModelFormat]
     MODEL_FORMAT_MCP: _ClassVar[ModelFormat]
+REGISTRY_EVENT_KIND_UNSPECIFIED: RegistryEventKind
+REGISTRY_EVENT_KIND_SYNCED: RegistryEventKind
+REGISTRY_EVENT_KIND_TOOL_ADDED: RegistryEventKind
+REGISTRY_EVENT_KIND_TOOL_REMOVED: RegistryEventKind
+REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED: RegistryEventKind
 MODEL_FORMAT_UNSPECIFIED: ModelFormat
 MODEL_FORMAT_ANTHROPIC: ModelFormat
 MODEL_FORMAT_OPENAI_CHAT: ModelFormat
@@ -51,20 +64,48 @@ class UnregisterResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("group", "safety_tier", "name_prefix")
+    __slots__ = ("group", "safety_tier", "name_prefix", "page_size", "page_token")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     SAFETY_TIER_FIELD_NUMBER: _ClassVar[int]
     NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     group: str
     safety_tier: _tool_pb2.SafetyTier
     name_prefix: str
-    def __init__(self, group: _Optional[str] = ..., safety_tier: _Optional[_Union[_tool_pb2.SafetyTier, str]] = ..., name_prefix: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, group: _Optional[str] = ..., safety_tier: _Optional[_Union[_tool_pb2.SafetyTier, str]] = ..., name_prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListResponse(_message.Message):
-    __slots__ = ("tools",)
+    __slots__ = ("tools", "next_page_token", "registry_version", "etag")
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    REGISTRY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]
-    def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    registry_version: int
+    etag: str
+    def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.ToolDefinition, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., registry_version: _Optional[int] = ..., etag: _Optional[str] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("registry_version", "kind", "tool_name", "definition", "provider_id")
+    REGISTRY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    registry_version: int
+    kind: RegistryEventKind
+    tool_name: str
+    definition: _tool_pb2.ToolDefinition
+    provider_id: str
+    def __init__(self, registry_version: _Optional[int] = ..., kind: _Optional[_Union[RegistryEventKind, str]] = ..., tool_name: _Optional[str] = ..., definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ..., provider_id: _Optional[str] = ...) -> None: ...
 
 class DispatchRequest(_message.Message):
     __slots__ = ("name", "arguments_json", "context")

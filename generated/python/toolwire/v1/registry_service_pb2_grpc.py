@@ -71,6 +71,11 @@ class RegistryServiceStub:
                 request_serializer=toolwire_dot_v1_dot_registry__service__pb2.ProvideRequest.SerializeToString,
                 response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.ProvideResponse.FromString,
                 _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/toolwire.v1.RegistryService/Watch',
+                request_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.SerializeToString,
+                response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServiceServicer:
@@ -128,6 +133,17 @@ class RegistryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Watch(self, request, context):
+        """Registry changes as they happen (the gRPC counterpart of MCP's
+        list_changed): first a SYNCED event with the current registry version,
+        then every tool added or removed and every provider that disconnected.
+        To stay in step: Watch, then List, then apply the events whose version is
+        above the List's `registry_version`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -165,6 +181,11 @@ def add_RegistryServiceServicer_to_server(servicer, server):
                     servicer.Provide,
                     request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.ProvideRequest.FromString,
                     response_serializer=toolwire_dot_v1_dot_registry__service__pb2.ProvideResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.FromString,
+                    response_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -358,6 +379,33 @@ class RegistryService:
             '/toolwire.v1.RegistryService/Provide',
             toolwire_dot_v1_dot_registry__service__pb2.ProvideRequest.SerializeToString,
             toolwire_dot_v1_dot_registry__service__pb2.ProvideResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/toolwire.v1.RegistryService/Watch',
+            toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.SerializeToString,
+            toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

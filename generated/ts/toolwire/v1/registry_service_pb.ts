@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolwire/v1/registry_service.proto.
  */
 export const file_toolwire_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0b29sd2lyZS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgt0b29sd2lyZS52MSJXCg9SZWdpc3RlclJlcXVlc3QSLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uEhMKC3Byb3ZpZGVyX2lkGAIgASgJIkMKEFJlZ2lzdGVyUmVzcG9uc2USLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uIiEKEVVucmVnaXN0ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiFAoSVW5yZWdpc3RlclJlc3BvbnNlIl8KC0xpc3RSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEiwKC3NhZmV0eV90aWVyGAIgASgOMhcudG9vbHdpcmUudjEuU2FmZXR5VGllchITCgtuYW1lX3ByZWZpeBgDIAEoCSI6CgxMaXN0UmVzcG9uc2USKgoFdG9vbHMYASADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbiJiCg9EaXNwYXRjaFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRIpCgdjb250ZXh0GAMgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQiOwoQRGlzcGF0Y2hSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IiUKFEdlbmVyYXRlU3R1YnNSZXF1ZXN0Eg0KBW5hbWVzGAEgAygJIisKFUdlbmVyYXRlU3R1YnNSZXNwb25zZRISCgp0eXBlc2NyaXB0GAEgASgJIk4KE1RvTW9kZWxUb29sc1JlcXVlc3QSKAoGZm9ybWF0GAEgASgOMhgudG9vbHdpcmUudjEuTW9kZWxGb3JtYXQSDQoFbmFtZXMYAiADKAkiPgoKRGlhZ25vc3RpYxIRCgl0b29sX25hbWUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIlgKFFRvTW9kZWxUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSLAoLZGlhZ25vc3RpY3MYAiADKAsyFy50b29sd2lyZS52MS5EaWFnbm9zdGljInIKDlByb3ZpZGVSZXF1ZXN0EisKBWhlbGxvGAEgASgLMhoudG9vbHdpcmUudjEuUHJvdmlkZXJIZWxsb0gAEisKB291dGNvbWUYAiABKAsyGC50b29sd2lyZS52MS5DYWxsT3V0Y29tZUgAQgYKBGtpbmQiUgoNUHJvdmlkZXJIZWxsbxIVCg1wcm92aWRlcl9uYW1lGAEgASgJEioKBXRvb2xzGAIgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24iRwoLQ2FsbE91dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IqUBCg9Qcm92aWRlUmVzcG9uc2USMQoIYWNjZXB0ZWQYASABKAsyHS50b29sd2lyZS52MS5Qcm92aWRlckFjY2VwdGVkSAASJgoEY2FsbBgCIAEoCzIWLnRvb2x3aXJlLnYxLkNhbGxPcmRlckgAEi8KCWNhbmNlbGxlZBgDIAEoCzIaLnRvb2x3aXJlLnYxLkNhbGxDYW5jZWxsZWRIAEIGCgRraW5kIlMKEFByb3ZpZGVyQWNjZXB0ZWQSEwoLcHJvdmlkZXJfaWQYASABKAkSKgoFdG9vbHMYAiADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbiKZAQoJQ2FsbE9yZGVyEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIpCgdjb250ZXh0GAQgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQSKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIgCg1DYWxsQ2FuY2VsbGVkEg8KB2NhbGxfaWQYASABKAkqtwEKC01vZGVsRm9ybWF0EhwKGE1PREVMX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFk1PREVMX0ZPUk1BVF9BTlRIUk9QSUMQARIcChhNT0RFTF9GT1JNQVRfT1BFTkFJX0NIQVQQAhIhCh1NT0RFTF9GT1JNQVRfT1BFTkFJX1JFU1BPTlNFUxADEhcKE01PREVMX0ZPUk1BVF9HRU1JTkkQBBIUChBNT0RFTF9GT1JNQVRfTUNQEAUypgQKD1JlZ2lzdHJ5U2VydmljZRJHCghSZWdpc3RlchIcLnRvb2x3aXJlLnYxLlJlZ2lzdGVyUmVxdWVzdBodLnRvb2x3aXJlLnYxLlJlZ2lzdGVyUmVzcG9uc2USTQoKVW5yZWdpc3RlchIeLnRvb2x3aXJlLnYxLlVucmVnaXN0ZXJSZXF1ZXN0Gh8udG9vbHdpcmUudjEuVW5yZWdpc3RlclJlc3BvbnNlEjsKBExpc3QSGC50b29sd2lyZS52MS5MaXN0UmVxdWVzdBoZLnRvb2x3aXJlLnYxLkxpc3RSZXNwb25zZRJHCghEaXNwYXRjaBIcLnRvb2x3aXJlLnYxLkRpc3BhdGNoUmVxdWVzdBodLnRvb2x3aXJlLnYxLkRpc3BhdGNoUmVzcG9uc2USVgoNR2VuZXJhdGVTdHVicxIhLnRvb2x3aXJlLnYxLkdlbmVyYXRlU3R1YnNSZXF1ZXN0GiIudG9vbHdpcmUudjEuR2VuZXJhdGVTdHVic1Jlc3BvbnNlElMKDFRvTW9kZWxUb29scxIgLnRvb2x3aXJlLnYxLlRvTW9kZWxUb29sc1JlcXVlc3QaIS50b29sd2lyZS52MS5Ub01vZGVsVG9vbHNSZXNwb25zZRJICgdQcm92aWRlEhsudG9vbHdpcmUudjEuUHJvdmlkZVJlcXVlc3QaHC50b29sd2lyZS52MS5Qcm92aWRlUmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_duration, file_toolwire_v1_tool]);
+  fileDesc("CiJ0b29sd2lyZS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgt0b29sd2lyZS52MSJXCg9SZWdpc3RlclJlcXVlc3QSLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uEhMKC3Byb3ZpZGVyX2lkGAIgASgJIkMKEFJlZ2lzdGVyUmVzcG9uc2USLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uIiEKEVVucmVnaXN0ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiFAoSVW5yZWdpc3RlclJlc3BvbnNlIoYBCgtMaXN0UmVxdWVzdBINCgVncm91cBgBIAEoCRIsCgtzYWZldHlfdGllchgCIAEoDjIXLnRvb2x3aXJlLnYxLlNhZmV0eVRpZXISEwoLbmFtZV9wcmVmaXgYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiewoMTGlzdFJlc3BvbnNlEioKBXRvb2xzGAEgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhgKEHJlZ2lzdHJ5X3ZlcnNpb24YAyABKAQSDAoEZXRhZxgEIAEoCSIOCgxXYXRjaFJlcXVlc3QisAEKDVdhdGNoUmVzcG9uc2USGAoQcmVnaXN0cnlfdmVyc2lvbhgBIAEoBBIsCgRraW5kGAIgASgOMh4udG9vbHdpcmUudjEuUmVnaXN0cnlFdmVudEtpbmQSEQoJdG9vbF9uYW1lGAMgASgJEi8KCmRlZmluaXRpb24YBCABKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbhITCgtwcm92aWRlcl9pZBgFIAEoCSJiCg9EaXNwYXRjaFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRIpCgdjb250ZXh0GAMgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQiOwoQRGlzcGF0Y2hSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IiUKFEdlbmVyYXRlU3R1YnNSZXF1ZXN0Eg0KBW5hbWVzGAEgAygJIisKFUdlbmVyYXRlU3R1YnNSZXNwb25zZRISCgp0eXBlc2NyaXB0GAEgASgJIk4KE1RvTW9kZWxUb29sc1JlcXVlc3QSKAoGZm9ybWF0GAEgASgOMhgudG9vbHdpcmUudjEuTW9kZWxGb3JtYXQSDQoFbmFtZXMYAiADKAkiPgoKRGlhZ25vc3RpYxIRCgl0b29sX25hbWUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIlgKFFRvTW9kZWxUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSLAoLZGlhZ25vc3RpY3MYAiADKAsyFy50b29sd2lyZS52MS5EaWFnbm9zdGljInIKDlByb3ZpZGVSZXF1ZXN0EisKBWhlbGxvGAEgASgLMhoudG9vbHdpcmUudjEuUHJvdmlkZXJIZWxsb0gAEisKB291dGNvbWUYAiABKAsyGC50b29sd2lyZS52MS5DYWxsT3V0Y29tZUgAQgYKBGtpbmQiUgoNUHJvdmlkZXJIZWxsbxIVCg1wcm92aWRlcl9uYW1lGAEgASgJEioKBXRvb2xzGAIgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24iRwoLQ2FsbE91dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IqUBCg9Qcm92aWRlUmVzcG9uc2USMQoIYWNjZXB0ZWQYASABKAsyHS50b29sd2lyZS52MS5Qcm92aWRlckFjY2VwdGVkSAASJgoEY2FsbBgCIAEoCzIWLnRvb2x3aXJlLnYxLkNhbGxPcmRlckgAEi8KCWNhbmNlbGxlZBgDIAEoCzIaLnRvb2x3aXJlLnYxLkNhbGxDYW5jZWxsZWRIAEIGCgRraW5kIlMKEFByb3ZpZGVyQWNjZXB0ZWQSEwoLcHJvdmlkZXJfaWQYASABKAkSKgoFdG9vbHMYAiADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbiKZAQoJQ2FsbE9yZGVyEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIpCgdjb250ZXh0GAQgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQSKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIgCg1DYWxsQ2FuY2VsbGVkEg8KB2NhbGxfaWQYASABKAkq0QEKEVJlZ2lzdHJ5RXZlbnRLaW5kEiMKH1JFR0lTVFJZX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIeChpSRUdJU1RSWV9FVkVOVF9LSU5EX1NZTkNFRBABEiIKHlJFR0lTVFJZX0VWRU5UX0tJTkRfVE9PTF9BRERFRBACEiQKIFJFR0lTVFJZX0VWRU5UX0tJTkRfVE9PTF9SRU1PVkVEEAMSLQopUkVHSVNUUllfRVZFTlRfS0lORF9QUk9WSURFUl9ESVNDT05ORUNURUQQBCq3AQoLTW9kZWxGb3JtYXQSHAoYTU9ERUxfRk9STUFUX1VOU1BFQ0lGSUVEEAASGgoWTU9ERUxfRk9STUFUX0FOVEhST1BJQxABEhwKGE1PREVMX0ZPUk1BVF9PUEVOQUlfQ0hBVBACEiEKHU1PREVMX0ZPUk1BVF9PUEVOQUlfUkVTUE9OU0VTEAMSFwoTTU9ERUxfRk9STUFUX0dFTUlOSRAEEhQKEE1PREVMX0ZPUk1BVF9NQ1AQBTLoBAoPUmVnaXN0cnlTZXJ2aWNlEkcKCFJlZ2lzdGVyEhwudG9vbHdpcmUudjEuUmVnaXN0ZXJSZXF1ZXN0Gh0udG9vbHdpcmUudjEuUmVnaXN0ZXJSZXNwb25zZRJNCgpVbnJlZ2lzdGVyEh4udG9vbHdpcmUudjEuVW5yZWdpc3RlclJlcXVlc3QaHy50b29sd2lyZS52MS5VbnJlZ2lzdGVyUmVzcG9uc2USOwoETGlzdBIYLnRvb2x3aXJlLnYxLkxpc3RSZXF1ZXN0GhkudG9vbHdpcmUudjEuTGlzdFJlc3BvbnNlEkcKCERpc3BhdGNoEhwudG9vbHdpcmUudjEuRGlzcGF0Y2hSZXF1ZXN0Gh0udG9vbHdpcmUudjEuRGlzcGF0Y2hSZXNwb25zZRJWCg1HZW5lcmF0ZVN0dWJzEiEudG9vbHdpcmUudjEuR2VuZXJhdGVTdHVic1JlcXVlc3QaIi50b29sd2lyZS52MS5HZW5lcmF0ZVN0dWJzUmVzcG9uc2USUwoMVG9Nb2RlbFRvb2xzEiAudG9vbHdpcmUudjEuVG9Nb2RlbFRvb2xzUmVxdWVzdBohLnRvb2x3aXJlLnYxLlRvTW9kZWxUb29sc1Jlc3BvbnNlEkgKB1Byb3ZpZGUSGy50b29sd2lyZS52MS5Qcm92aWRlUmVxdWVzdBocLnRvb2x3aXJlLnYxLlByb3ZpZGVSZXNwb25zZSgBMAESQAoFV2F0Y2gSGS50b29sd2lyZS52MS5XYXRjaFJlcXVlc3QaGi50b29sd2lyZS52MS5XYXRjaFJlc3BvbnNlMAFiBnByb3RvMw", [file_google_protobuf_duration, file_toolwire_v1_tool]);
 
 /**
  * @generated from message toolwire.v1.RegisterRequest
@@ -109,6 +109,20 @@ export type ListRequest = Message<"toolwire.v1.ListRequest"> & {
    * @generated from field: string name_prefix = 3;
    */
   namePrefix: string;
+
+  /**
+   * At most this many tools (up to 1000); 0 means all of them.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's `next_page_token`, to continue after it.
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
 };
 
 /**
@@ -128,6 +142,27 @@ export type ListResponse = Message<"toolwire.v1.ListResponse"> & {
    * @generated from field: repeated toolwire.v1.ToolDefinition tools = 1;
    */
   tools: ToolDefinition[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * Grows with every change to the set of tools.
+   *
+   * @generated from field: uint64 registry_version = 3;
+   */
+  registryVersion: bigint;
+
+  /**
+   * Changes whenever the registry does; equal etags mean an equal registry.
+   *
+   * @generated from field: string etag = 4;
+   */
+  etag: string;
 };
 
 /**
@@ -136,6 +171,58 @@ export type ListResponse = Message<"toolwire.v1.ListResponse"> & {
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
   messageDesc(file_toolwire_v1_registry_service, 5);
+
+/**
+ * @generated from message toolwire.v1.WatchRequest
+ */
+export type WatchRequest = Message<"toolwire.v1.WatchRequest"> & {
+};
+
+/**
+ * Describes the message toolwire.v1.WatchRequest.
+ * Use `create(WatchRequestSchema)` to create a new message.
+ */
+export const WatchRequestSchema: GenMessage<WatchRequest> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 6);
+
+/**
+ * @generated from message toolwire.v1.WatchResponse
+ */
+export type WatchResponse = Message<"toolwire.v1.WatchResponse"> & {
+  /**
+   * @generated from field: uint64 registry_version = 1;
+   */
+  registryVersion: bigint;
+
+  /**
+   * @generated from field: toolwire.v1.RegistryEventKind kind = 2;
+   */
+  kind: RegistryEventKind;
+
+  /**
+   * @generated from field: string tool_name = 3;
+   */
+  toolName: string;
+
+  /**
+   * The added tool, for TOOL_ADDED.
+   *
+   * @generated from field: toolwire.v1.ToolDefinition definition = 4;
+   */
+  definition?: ToolDefinition | undefined;
+
+  /**
+   * @generated from field: string provider_id = 5;
+   */
+  providerId: string;
+};
+
+/**
+ * Describes the message toolwire.v1.WatchResponse.
+ * Use `create(WatchResponseSchema)` to create a new message.
+ */
+export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 7);
 
 /**
  * @generated from message toolwire.v1.DispatchRequest
@@ -164,7 +251,7 @@ export type DispatchRequest = Message<"toolwire.v1.DispatchRequest"> & {
  * Use `create(DispatchRequestSchema)` to create a new message.
  */
 export const DispatchRequestSchema: GenMessage<DispatchRequest> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 6);
+  messageDesc(file_toolwire_v1_registry_service, 8);
 
 /**
  * @generated from message toolwire.v1.DispatchResponse
@@ -181,7 +268,7 @@ export type DispatchResponse = Message<"toolwire.v1.DispatchResponse"> & {
  * Use `create(DispatchResponseSchema)` to create a new message.
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 7);
+  messageDesc(file_toolwire_v1_registry_service, 9);
 
 /**
  * @generated from message toolwire.v1.GenerateStubsRequest
@@ -200,7 +287,7 @@ export type GenerateStubsRequest = Message<"toolwire.v1.GenerateStubsRequest"> &
  * Use `create(GenerateStubsRequestSchema)` to create a new message.
  */
 export const GenerateStubsRequestSchema: GenMessage<GenerateStubsRequest> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 8);
+  messageDesc(file_toolwire_v1_registry_service, 10);
 
 /**
  * @generated from message toolwire.v1.GenerateStubsResponse
@@ -217,7 +304,7 @@ export type GenerateStubsResponse = Message<"toolwire.v1.GenerateStubsResponse">
  * Use `create(GenerateStubsResponseSchema)` to create a new message.
  */
 export const GenerateStubsResponseSchema: GenMessage<GenerateStubsResponse> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 9);
+  messageDesc(file_toolwire_v1_registry_service, 11);
 
 /**
  * @generated from message toolwire.v1.ToModelToolsRequest
@@ -241,7 +328,7 @@ export type ToModelToolsRequest = Message<"toolwire.v1.ToModelToolsRequest"> & {
  * Use `create(ToModelToolsRequestSchema)` to create a new message.
  */
 export const ToModelToolsRequestSchema: GenMessage<ToModelToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 10);
+  messageDesc(file_toolwire_v1_registry_service, 12);
 
 /**
  * Something the conversion could not carry over as it was.
@@ -272,7 +359,7 @@ export type Diagnostic = Message<"toolwire.v1.Diagnostic"> & {
  * Use `create(DiagnosticSchema)` to create a new message.
  */
 export const DiagnosticSchema: GenMessage<Diagnostic> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 11);
+  messageDesc(file_toolwire_v1_registry_service, 13);
 
 /**
  * @generated from message toolwire.v1.ToModelToolsResponse
@@ -296,7 +383,7 @@ export type ToModelToolsResponse = Message<"toolwire.v1.ToModelToolsResponse"> &
  * Use `create(ToModelToolsResponseSchema)` to create a new message.
  */
 export const ToModelToolsResponseSchema: GenMessage<ToModelToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 12);
+  messageDesc(file_toolwire_v1_registry_service, 14);
 
 /**
  * @generated from message toolwire.v1.ProvideRequest
@@ -325,7 +412,7 @@ export type ProvideRequest = Message<"toolwire.v1.ProvideRequest"> & {
  * Use `create(ProvideRequestSchema)` to create a new message.
  */
 export const ProvideRequestSchema: GenMessage<ProvideRequest> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 13);
+  messageDesc(file_toolwire_v1_registry_service, 15);
 
 /**
  * The first message on a `Provide` stream.
@@ -353,7 +440,7 @@ export type ProviderHello = Message<"toolwire.v1.ProviderHello"> & {
  * Use `create(ProviderHelloSchema)` to create a new message.
  */
 export const ProviderHelloSchema: GenMessage<ProviderHello> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 14);
+  messageDesc(file_toolwire_v1_registry_service, 16);
 
 /**
  * The provider's answer to a `CallOrder`.
@@ -377,7 +464,7 @@ export type CallOutcome = Message<"toolwire.v1.CallOutcome"> & {
  * Use `create(CallOutcomeSchema)` to create a new message.
  */
 export const CallOutcomeSchema: GenMessage<CallOutcome> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 15);
+  messageDesc(file_toolwire_v1_registry_service, 17);
 
 /**
  * @generated from message toolwire.v1.ProvideResponse
@@ -412,7 +499,7 @@ export type ProvideResponse = Message<"toolwire.v1.ProvideResponse"> & {
  * Use `create(ProvideResponseSchema)` to create a new message.
  */
 export const ProvideResponseSchema: GenMessage<ProvideResponse> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 16);
+  messageDesc(file_toolwire_v1_registry_service, 18);
 
 /**
  * @generated from message toolwire.v1.ProviderAccepted
@@ -436,7 +523,7 @@ export type ProviderAccepted = Message<"toolwire.v1.ProviderAccepted"> & {
  * Use `create(ProviderAcceptedSchema)` to create a new message.
  */
 export const ProviderAcceptedSchema: GenMessage<ProviderAccepted> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 17);
+  messageDesc(file_toolwire_v1_registry_service, 19);
 
 /**
  * Run a tool: the registry has already validated the arguments.
@@ -477,7 +564,7 @@ export type CallOrder = Message<"toolwire.v1.CallOrder"> & {
  * Use `create(CallOrderSchema)` to create a new message.
  */
 export const CallOrderSchema: GenMessage<CallOrder> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 18);
+  messageDesc(file_toolwire_v1_registry_service, 20);
 
 /**
  * The registry gave up on a call (timeout or caller cancelled); the provider
@@ -497,7 +584,47 @@ export type CallCancelled = Message<"toolwire.v1.CallCancelled"> & {
  * Use `create(CallCancelledSchema)` to create a new message.
  */
 export const CallCancelledSchema: GenMessage<CallCancelled> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_registry_service, 19);
+  messageDesc(file_toolwire_v1_registry_service, 21);
+
+/**
+ * @generated from enum toolwire.v1.RegistryEventKind
+ */
+export enum RegistryEventKind {
+  /**
+   * @generated from enum value: REGISTRY_EVENT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The watch is live; `registry_version` is the version it started at.
+   *
+   * @generated from enum value: REGISTRY_EVENT_KIND_SYNCED = 1;
+   */
+  SYNCED = 1,
+
+  /**
+   * @generated from enum value: REGISTRY_EVENT_KIND_TOOL_ADDED = 2;
+   */
+  TOOL_ADDED = 2,
+
+  /**
+   * @generated from enum value: REGISTRY_EVENT_KIND_TOOL_REMOVED = 3;
+   */
+  TOOL_REMOVED = 3,
+
+  /**
+   * A provider's stream ended; its tools' TOOL_REMOVED events come first.
+   *
+   * @generated from enum value: REGISTRY_EVENT_KIND_PROVIDER_DISCONNECTED = 4;
+   */
+  PROVIDER_DISCONNECTED = 4,
+}
+
+/**
+ * Describes the enum toolwire.v1.RegistryEventKind.
+ */
+export const RegistryEventKindSchema: GenEnum<RegistryEventKind> = /*@__PURE__*/
+  enumDesc(file_toolwire_v1_registry_service, 0);
 
 /**
  * The tool formats of the model APIs.
@@ -540,7 +667,7 @@ export enum ModelFormat {
  * Describes the enum toolwire.v1.ModelFormat.
  */
 export const ModelFormatSchema: GenEnum<ModelFormat> = /*@__PURE__*/
-  enumDesc(file_toolwire_v1_registry_service, 0);
+  enumDesc(file_toolwire_v1_registry_service, 1);
 
 /**
  * The tool registry: register tools, list them, dispatch calls to them,
@@ -617,6 +744,20 @@ export const RegistryService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof ProvideRequestSchema;
     output: typeof ProvideResponseSchema;
+  },
+  /**
+   * Registry changes as they happen (the gRPC counterpart of MCP's
+   * list_changed): first a SYNCED event with the current registry version,
+   * then every tool added or removed and every provider that disconnected.
+   * To stay in step: Watch, then List, then apply the events whose version is
+   * above the List's `registry_version`.
+   *
+   * @generated from rpc toolwire.v1.RegistryService.Watch
+   */
+  watch: {
+    methodKind: "server_streaming";
+    input: typeof WatchRequestSchema;
+    output: typeof WatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolwire_v1_registry_service, 0);
