@@ -406,7 +406,7 @@ class RecordingChannel:
     def unary_unary(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    stream_stream = unary_unary
+    stream_stream = unary_stream = unary_unary
 
     def close(self) -> None:
         self.closed = True

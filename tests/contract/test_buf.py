@@ -164,7 +164,7 @@ def test_an_additive_edit_passes(workspace: Path) -> None:
         workspace,
         "toolwire/v1/registry_service.proto",
         "string name_prefix = 3;",
-        "string name_prefix = 3;\n  repeated string labels = 4;",
+        "string name_prefix = 3;\n  repeated string labels = 16;",
     )
     assert run_buf("lint", cwd=workspace).returncode == 0
     result = breaking(workspace)
