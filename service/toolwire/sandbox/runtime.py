@@ -426,7 +426,7 @@ def _outcome(
     line = capture.result_line()
     if line is None:
         detail = source.relocate(stderr_tail.strip(), module_url)
-        if exit_code is not None and exit_code >= 0 and "error:" not in detail:
+        if exit_code is not None and exit_code >= 0 and "error: Uncaught" not in detail:
             status = f" (exit status {exit_code})" if exit_code else ""
             return failed(f"the code exited before returning (Deno.exit?){status}")
         how = f"signal {-exit_code}" if exit_code is not None and exit_code < 0 else exit_code
