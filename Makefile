@@ -42,6 +42,7 @@ baseline: install
 
 bench: install
 	$(BIN)/python bench/bench_dispatch.py $(ARGS)
+	$(BIN)/python bench/bench_code_mode.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

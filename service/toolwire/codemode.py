@@ -77,6 +77,11 @@ class CodeMode:
         return _result(run_id, outcome, grant)
 
 
+MAX_REPORTED_CALLS = 20
+"""A run may make hundreds of calls; listing each would push its own return
+value past the registry's output limit. Totals cover the rest."""
+
+
 def _calls(grant: RunGrant) -> list[dict[str, Any]]:
     return [
         {
@@ -85,7 +90,7 @@ def _calls(grant: RunGrant) -> list[dict[str, Any]]:
             "error_code": c.error_code.value if c.error_code else None,
             "duration_seconds": round(c.duration_seconds, 6),
         }
-        for c in grant.calls
+        for c in grant.calls[:MAX_REPORTED_CALLS]
     ]
 
 
@@ -95,6 +100,8 @@ def _result(run_id: str, outcome: SandboxOutcome, grant: RunGrant) -> ToolResult
         "value": outcome.value,
         "console": outcome.console,
         "tool_calls": _calls(grant),
+        "tool_calls_total": len(grant.calls),
+        "tool_calls_failed": sum(not c.success for c in grant.calls),
         "duration_seconds": round(outcome.duration_seconds, 6),
         "limit_hit": outcome.limit_hit,
     }

@@ -16,7 +16,7 @@ import ipaddress
 import logging
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 import grpc
@@ -266,13 +266,14 @@ async def serve(
     config: ServerConfig,
     *,
     capabilities: Capabilities | None = None,
-    on_started: Callable[[ToolwireServers], None] | None = None,
+    on_started: Callable[[ToolwireServers], Awaitable[None]] | None = None,
+    on_stopped: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run both listeners until SIGINT or SIGTERM, then shut both down gracefully.
 
     `capabilities` lets the caller share the run grants with what it wires in
     (the code runtime); `on_started` sees the started servers (bound ports,
-    `http_base_url`)."""
+    `http_base_url`); `on_stopped` runs after both listeners have stopped."""
     servers = ToolwireServers(registry, config, capabilities=capabilities)
     await servers.start()
     log.info(
@@ -284,7 +285,7 @@ async def serve(
         len(registry.list()),
     )
     if on_started is not None:
-        on_started(servers)
+        await on_started(servers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -296,4 +297,6 @@ async def serve(
             loop.remove_signal_handler(sig)
     log.info("shutting down (grace %.1f s)", config.grace_seconds)
     await servers.stop()
+    if on_stopped is not None:
+        await on_stopped()
     registry.close()

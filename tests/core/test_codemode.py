@@ -101,3 +101,22 @@ async def test_failures_map_to_error_codes() -> None:
         result = await registry.dispatch("execute_code", {"code": "x", "check": False})
         assert result.error_code is code and fragment in result.error
         assert '"tool_calls"' in result.output, "a failed run still says what it called"
+
+
+async def test_a_busy_run_keeps_its_report_small_enough_to_carry_its_value() -> None:
+    registry, sandbox, capabilities = setup(Outcome(value="done"), budget=1000)
+
+    async def many(code: str, **kwargs: Any) -> Outcome:
+        grant = capabilities.lookup(kwargs["token"])
+        assert grant is not None
+        for _ in range(500):
+            await capabilities.dispatch(registry, grant, "double", {"n": 1})
+        return sandbox.outcome
+
+    sandbox.run = many  # type: ignore[method-assign]
+    result = await registry.dispatch("execute_code", {"code": "x"})
+    assert result.success and not result.truncated
+    report = result.structured_output
+    assert report["value"] == "done"
+    assert len(report["tool_calls"]) == 20
+    assert (report["tool_calls_total"], report["tool_calls_failed"]) == (500, 0)

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.builtin import GROUPS, BuiltinSettings, builtin_tools, unknown_groups
+from toolwire.capabilities import Capabilities
+from toolwire.codemode import CodeMode
 from toolwire.errors import ToolwireError
 from toolwire.loading import load_tool_module
 from toolwire.registry import ToolRegistry
-from toolwire.server import ServerConfig, serve
+from toolwire.sandbox import DenoRuntime, Limits
+from toolwire.server import ServerConfig, ToolwireServers, serve
 
 log = logging.getLogger("toolwire")
 
@@ -69,6 +72,14 @@ def add_commands(commands: Any) -> None:
     )  # fmt: skip
     builtins.add_argument("--no-builtins", action="store_true", help="no built-in tools at all")
     builtins.add_argument(
+        "--code-timeout", type=float, default=float(env("TOOLWIRE_CODE_TIMEOUT", "30")),
+        metavar="SECONDS", help="wall-clock limit of one execute_code run",
+    )  # fmt: skip
+    builtins.add_argument(
+        "--code-call-budget", type=int, default=int(env("TOOLWIRE_CODE_CALL_BUDGET", "50")),
+        metavar="N", help="how many tool calls one execute_code run may make",
+    )  # fmt: skip
+    builtins.add_argument(
         "--allow-host", action="append", default=_env_list("TOOLWIRE_WEB_ALLOW_HOSTS"),
         metavar="HOST",
         help="let web tools reach this private host, IP or network (env TOOLWIRE_WEB_ALLOW_HOSTS)",
@@ -99,6 +110,22 @@ def builtin_settings(args: argparse.Namespace) -> BuiltinSettings:
     )
 
 
+class _Late:
+    """A value known only once the servers have bound their ports."""
+
+    def __init__(self, missing: str) -> None:
+        self._value: str | None = None
+        self._missing = missing
+
+    def set(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        if self._value is None:
+            raise RuntimeError(self._missing)
+        return self._value
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -114,7 +141,13 @@ def run(args: argparse.Namespace) -> int:
     registry = ToolRegistry(
         default_timeout=args.default_timeout, max_output_bytes=args.max_output_bytes
     )
-    builtins = builtin_tools(builtin_settings(args))
+    capabilities = Capabilities()
+    http_url = _Late("the HTTP listener has not started")
+    sandbox = DenoRuntime(limits=Limits(timeout_seconds=args.code_timeout), pool_size=2)
+    code_mode = CodeMode(
+        registry, capabilities, sandbox, http_url.get, call_budget=args.code_call_budget
+    )
+    builtins = builtin_tools(builtin_settings(args), code_runner=code_mode)
     try:
         for t in builtins.tools:
             registry.register(t)
@@ -135,7 +168,20 @@ def run(args: argparse.Namespace) -> int:
             cors_origins=tuple(args.cors_origin),
         )
         try:
-            asyncio.run(serve(registry, config))
+
+            async def started(servers: ToolwireServers) -> None:
+                http_url.set(servers.http_base_url)
+                await sandbox.warm(servers.http_base_url)
+
+            asyncio.run(
+                serve(
+                    registry,
+                    config,
+                    capabilities=capabilities,
+                    on_started=started,
+                    on_stopped=sandbox.aclose,
+                )
+            )
         except OSError as e:
             print(f"toolwire: {e}", file=sys.stderr)
             return 2
