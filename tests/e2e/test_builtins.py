@@ -169,10 +169,11 @@ def test_web_fetch_and_http_fetch_reach_allowed_hosts_only(server: Any, web_page
         assert "no search provider is configured" in no_search.error
 
 
-def test_execute_code_is_listed_and_refuses_without_a_runtime(server: Any) -> None:
+def test_execute_code_runs_in_the_code_runtime(server: Any) -> None:
     with ToolwireClient(server.target) as client:
-        result = client.dispatch("execute_code", {"code": "return 1"})
-    assert result.error_code is ErrorCode.HANDLER_ERROR and "code runtime" in result.error
+        result = client.dispatch("execute_code", {"code": "return 6 * 7"}, timeout=90)
+    assert result.success, result.error
+    assert result.structured_output["value"] == 42
 
 
 def test_builtin_groups_can_be_turned_off(start_server: Callable[..., Any]) -> None:
