@@ -631,7 +631,7 @@ async def test_the_checked_address_is_the_one_connected_to(site: Site) -> None:
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
     """A self-signed certificate (and its key) for docs.example.test."""
     if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command")
+        pytest.fail("the TLS test needs the openssl command (Debian package openssl)")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
