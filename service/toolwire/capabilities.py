@@ -50,6 +50,11 @@ class RunGrant:
         return self.allowed is None or name in self.allowed
 
 
+def granted_names(registry: ToolRegistry, grant: RunGrant) -> list[str]:
+    """The registered tools a run may use, sorted by name."""
+    return [d.name for d in registry.list() if grant.permits(d.name)]
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .capabilities import Capabilities, RunGrant
+from .capabilities import Capabilities, RunGrant, granted_names
 from .models import CallContext, ErrorCode, ToolResult
 from .registry import ToolRegistry
 
@@ -67,8 +67,7 @@ class CodeMode:
             run_id, context=context, budget=self._budget, ttl_seconds=self._ttl
         )
         try:
-            names = [d.name for d in self._registry.list() if grant.permits(d.name)]
-            stubs = self._registry.generate_stubs(names) if names else ""
+            stubs = self._registry.generate_stubs(granted_names(self._registry, grant))
             outcome = await self._sandbox.run(
                 code, stubs=stubs, base_url=self._base_url(), token=token, check=check
             )

@@ -186,8 +186,8 @@ class ToolRegistry:
         page, next_token = paginate(tools, page_size, page_token)
         return ListPage(page, next_token, version)
 
-    def _selected(self, names: Sequence[str]) -> builtins.list[ToolDefinition]:
-        if not names:
+    def _selected(self, names: Sequence[str] | None) -> builtins.list[ToolDefinition]:
+        if names is None:
             return self.list()
         entries = self._entries
         missing = [n for n in names if n not in entries]
@@ -195,10 +195,12 @@ class ToolRegistry:
             raise ToolNotFoundError(missing[0])
         return [entries[n].tool.definition for n in sorted(set(names))]
 
-    def generate_stubs(self, names: Sequence[str] = ()) -> str:
+    def generate_stubs(self, names: Sequence[str] | None = None) -> str:
+        """Stubs for `names` (every tool when None, none when empty)."""
         return generate_stubs(self._selected(names))
 
-    def to_model_tools(self, fmt: ModelFormat, names: Sequence[str] = ()) -> ModelTools:
+    def to_model_tools(self, fmt: ModelFormat, names: Sequence[str] | None = None) -> ModelTools:
+        """The tools `names` (every tool when None, none when empty) in `fmt`."""
         return to_model_tools(self._selected(names), fmt)
 
     def _not_found(self, name: str) -> ToolResult:

@@ -4,10 +4,15 @@ and a way to issue run tokens from the servers' own Capabilities."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import deno
 import pytest
 from toolwire.capabilities import Capabilities, RunGrant
 from toolwire.models import CallContext, SafetyTier, ToolDefinition
@@ -136,3 +141,76 @@ def max_message_bytes(servers: ToolwireServers) -> int:
 @pytest.fixture
 def allowed_origin() -> str:
     return ALLOWED_ORIGIN
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class DenoTestRun:
+    returncode: int
+    output: str
+
+    def summary(self) -> tuple[int, int]:
+        """(passed, failed) from `deno test`'s closing line."""
+        found = re.search(r"ok \| (\d+) passed \| (\d+) failed", self.output)
+        assert found, self.output
+        return int(found[1]), int(found[2])
+
+
+RunDenoTest = Callable[..., Awaitable[DenoTestRun]]
+
+
+@pytest.fixture(scope="session")
+def deno_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("deno-dir")
+
+
+@pytest.fixture
+def run_deno_test(deno_dir: Path) -> RunDenoTest:
+    """Runs a `deno test` file offline against the servers' HTTP listener, with
+    network access to that listener only and the given variables readable."""
+
+    async def run(
+        test_file: str,
+        servers: ToolwireServers,
+        variables: dict[str, str],
+        *,
+        allow_read: Path | None = None,
+        timeout: float = 150,
+    ) -> DenoTestRun:
+        if not (ROOT / "node_modules" / "@connectrpc" / "connect-web").is_dir():
+            pytest.fail("node_modules is missing: run `npm ci` (make install) first")
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", str(deno_dir)),
+            "DENO_DIR": str(deno_dir),
+            "DENO_NO_UPDATE_CHECK": "1",
+            "NO_COLOR": "1",
+            **variables,
+        }
+        reads = [f"--allow-read={allow_read}"] if allow_read else []
+        process = await asyncio.create_subprocess_exec(
+            deno.find_deno_bin(),
+            "test",
+            "--no-remote",
+            "--cached-only",
+            "--no-prompt",
+            f"--allow-net={servers.http.host}:{servers.http.port}",
+            *reads,
+            f"--allow-env={','.join(variables)}",
+            test_file,
+            cwd=ROOT,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            raw, _ = await asyncio.wait_for(process.communicate(), timeout=timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise
+        return DenoTestRun(process.returncode or 0, raw.decode(errors="replace"))
+
+    return run

@@ -30,14 +30,12 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
 from toolwire import convert
-from toolwire.capabilities import Capabilities, RunGrant
+from toolwire.capabilities import Capabilities, RunGrant, granted_names
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
 from toolwire.events import WatchOverflowError, watch_events
-from toolwire.formats import ModelTools
 from toolwire.paging import PageTokenError
 from toolwire.registry import ToolRegistry
-from toolwire.stubs import generate_stubs
 from toolwire.transport.status import connect_error, connect_error_with
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1.registry_service_connect import RegistryService, RegistryServiceASGIApplication
@@ -92,7 +90,7 @@ class RunTokenRegistryService(RegistryService):
         """The tools a request about `requested` (every tool when empty) covers,
         refusing names the grant does not permit."""
         if not requested:
-            return [d.name for d in self._registry.list() if grant.permits(d.name)]
+            return granted_names(self._registry, grant)
         for name in requested:
             if not grant.permits(name):
                 raise connect_error_with(
@@ -103,25 +101,23 @@ class RunTokenRegistryService(RegistryService):
                 )
         return list(requested)
 
-    async def register(
-        self, request: rpb.RegisterRequest, ctx: RequestContext[Any, Any], /
-    ) -> rpb.RegisterResponse:
+    def _read_only(self, ctx: _Context) -> ConnectError:
         self._grant(ctx)
-        raise connect_error_with(
+        return connect_error_with(
             grpc.StatusCode.PERMISSION_DENIED,
             "READ_ONLY_LISTENER",
             "run tokens cannot change the registry",
         )
 
+    async def register(
+        self, request: rpb.RegisterRequest, ctx: RequestContext[Any, Any], /
+    ) -> rpb.RegisterResponse:
+        raise self._read_only(ctx)
+
     async def unregister(
         self, request: rpb.UnregisterRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.UnregisterResponse:
-        self._grant(ctx)
-        raise connect_error_with(
-            grpc.StatusCode.PERMISSION_DENIED,
-            "READ_ONLY_LISTENER",
-            "run tokens cannot change the registry",
-        )
+        raise self._read_only(ctx)
 
     async def list(
         self, request: rpb.ListRequest, ctx: RequestContext[Any, Any], /
@@ -164,9 +160,7 @@ class RunTokenRegistryService(RegistryService):
     ) -> rpb.GenerateStubsResponse:
         grant = self._grant(ctx)
         try:
-            names = self._visible_names(grant, request.names)
-            # An empty list means "every tool" to the registry; here it means none.
-            typescript = self._registry.generate_stubs(names) if names else generate_stubs([])
+            typescript = self._registry.generate_stubs(self._visible_names(grant, request.names))
         except ToolwireError as e:
             raise connect_error(e) from e
         return rpb.GenerateStubsResponse(typescript=typescript)
@@ -177,11 +171,8 @@ class RunTokenRegistryService(RegistryService):
         grant = self._grant(ctx)
         try:
             fmt = convert.format_from_proto(request.format)
-            names = self._visible_names(grant, request.names)
-            converted = (
-                self._registry.to_model_tools(fmt, names)
-                if names
-                else ModelTools(tools=[], diagnostics=[])
+            converted = self._registry.to_model_tools(
+                fmt, self._visible_names(grant, request.names)
             )
         except (ToolwireError, ConversionError) as e:
             raise connect_error(e) from e

@@ -110,7 +110,7 @@ class RegistryServicer(rpc.RegistryServiceServicer):
         self, request: rpb.GenerateStubsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.GenerateStubsResponse:
         try:
-            typescript = self._registry.generate_stubs(list(request.names))
+            typescript = self._registry.generate_stubs(list(request.names) or None)
         except ToolwireError as e:
             await _abort(context, e)
         return rpb.GenerateStubsResponse(typescript=typescript)
@@ -120,7 +120,7 @@ class RegistryServicer(rpc.RegistryServiceServicer):
     ) -> rpb.ToModelToolsResponse:
         try:
             fmt = convert.format_from_proto(request.format)
-            converted = self._registry.to_model_tools(fmt, list(request.names))
+            converted = self._registry.to_model_tools(fmt, list(request.names) or None)
         except (ToolwireError, ConversionError) as e:
             await _abort(context, e)
         return convert.model_tools_to_proto(converted)

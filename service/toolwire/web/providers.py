@@ -126,17 +126,7 @@ class SearxngSearch:
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
             raise SearchError(f"SearXNG at {self.base_url} answered JSON without 'results'")
-        hits = []
-        for item in results:
-            if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"]:
-                hits.append(
-                    SearchHit(
-                        title=_plain(item.get("title")) or item["url"],
-                        url=item["url"],
-                        snippet=_plain(item.get("content")),
-                    )
-                )
-        return hits[:limit]
+        return _hits(results, "content", limit)
 
 
 class BraveSearch:
@@ -205,17 +195,21 @@ class BraveSearch:
         results = web.get("results") if isinstance(web, dict) else None
         if not isinstance(results, list):
             return []  # Brave leaves out "web" when it found nothing
-        hits = []
-        for item in results:
-            if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"]:
-                hits.append(
-                    SearchHit(
-                        title=_plain(item.get("title")) or item["url"],
-                        url=item["url"],
-                        snippet=_plain(item.get("description")),
-                    )
-                )
-        return hits[:limit]
+        return _hits(results, "description", limit)
+
+
+def _hits(results: list[Any], snippet_key: str, limit: int) -> list[SearchHit]:
+    """Search hits from a provider's result objects: those with a URL, in order."""
+    hits = [
+        SearchHit(
+            title=_plain(item.get("title")) or item["url"],
+            url=item["url"],
+            snippet=_plain(item.get(snippet_key)),
+        )
+        for item in results
+        if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"]
+    ]
+    return hits[:limit]
 
 
 def build_search_chain(
