@@ -5,12 +5,9 @@ address policy."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-import urllib.parse
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -22,100 +19,8 @@ from toolwire.web import AddressPolicy
 # --- a scripted HTTP server on 127.0.0.1 ------------------------------------
 
 
-@dataclass
-class Seen:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes
-
-
-Route = Callable[[BaseHTTPRequestHandler], None]
-
-
-class Site:
-    """A real HTTP server on a free loopback port whose paths run `routes`.
-
-    Handlers that wait (slow responses) wait on `release`, which `close`
-    sets, so the suite never waits for them.
-    """
-
-    def __init__(self) -> None:
-        self.routes: dict[str, Route] = {}
-        self.seen: list[Seen] = []
-        self.release = threading.Event()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def handle_one(self) -> None:
-                path, _, query = self.path.partition("?")
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                site.seen.append(
-                    Seen(
-                        self.command,
-                        path,
-                        urllib.parse.parse_qs(query),
-                        {k.lower(): v for k, v in self.headers.items()},
-                        body,
-                    )
-                )
-                route = site.routes.get(path)
-                try:
-                    if route is None:
-                        reply(self, 404, b"no such page", "text/plain")
-                    else:
-                        route(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_one
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
-        self.port = self.server.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(5)
-
-
-def reply(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    body: bytes = b"",
-    content_type: str | None = "text/html; charset=utf-8",
-    headers: dict[str, str] | None = None,
-) -> None:
-    handler.send_response(status)
-    if content_type is not None:
-        handler.send_header("Content-Type", content_type)
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    if handler.command != "HEAD":
-        handler.wfile.write(body)
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    server = Site()
-    yield server
-    server.close()
+Site = Any  # the `site` and `make_site` fixtures of conftest.py
+Route = Callable[[Any], None]
 
 
 LOCAL = AddressPolicy(["127.0.0.1", "localhost"])
@@ -140,8 +45,7 @@ def echo_site(site: Site) -> Site:
     def echo(h: BaseHTTPRequestHandler) -> None:
         last = site.seen[-1]
         seen = {"method": last.method, "headers": last.headers, "body": last.body.decode()}
-        reply(
-            h,
+        h.reply(
             200,
             json.dumps(seen).encode(),
             "application/json",
@@ -212,7 +116,7 @@ async def test_head_has_no_body(echo_site: Site) -> None:
 
 
 async def test_error_statuses_are_answers(site: Site) -> None:
-    site.routes["/broken"] = lambda h: reply(h, 500, b"database down", "text/plain")
+    site.routes["/broken"] = lambda h: h.reply(500, b"database down", "text/plain")
     result = await call(registry(), site.url("/broken"))
     assert result.success
     assert result.output.startswith("HTTP 500 Internal Server Error\n")
@@ -244,8 +148,8 @@ async def test_bad_arguments_are_invalid(
 
 
 async def test_long_bodies_are_cut_and_say_so(site: Site) -> None:
-    site.routes["/long"] = lambda h: reply(h, 200, b"a" * 5000, "text/plain")
-    site.routes["/huge"] = lambda h: reply(h, 200, b"b" * 200_000, "text/plain")
+    site.routes["/long"] = lambda h: h.reply(200, b"a" * 5000, "text/plain")
+    site.routes["/huge"] = lambda h: h.reply(200, b"b" * 200_000, "text/plain")
     cut = await call(registry(max_body_chars=100), site.url("/long"))
     assert cut.success
     assert cut.output.endswith(
@@ -258,8 +162,8 @@ async def test_long_bodies_are_cut_and_say_so(site: Site) -> None:
 
 
 async def test_a_binary_body_is_described_not_shown(site: Site) -> None:
-    site.routes["/logo.png"] = lambda h: reply(
-        h, 200, b"\x89PNG\r\n\x1a\n" + bytes(100), "image/png"
+    site.routes["/logo.png"] = lambda h: h.reply(
+        200, b"\x89PNG\r\n\x1a\n" + bytes(100), "image/png"
     )
     result = await call(registry(), site.url("/logo.png"))
     assert result.success
@@ -269,10 +173,10 @@ async def test_a_binary_body_is_described_not_shown(site: Site) -> None:
 
 
 async def test_redirects_keep_or_change_the_method_like_browsers(echo_site: Site) -> None:
-    echo_site.routes["/307"] = lambda h: reply(h, 307, b"", None, {"Location": "/echo"})
-    echo_site.routes["/303"] = lambda h: reply(h, 303, b"", None, {"Location": "/echo"})
+    echo_site.routes["/307"] = lambda h: h.reply(307, b"", None, {"Location": "/echo"})
+    echo_site.routes["/303"] = lambda h: h.reply(303, b"", None, {"Location": "/echo"})
     other_origin = f"http://localhost:{echo_site.port}/echo"
-    echo_site.routes["/away"] = lambda h: reply(h, 302, b"", None, {"Location": other_origin})
+    echo_site.routes["/away"] = lambda h: h.reply(302, b"", None, {"Location": other_origin})
     tools = registry()
     kept = await call(tools, echo_site.url("/307"), method="POST", body="payload")
     seen = json.loads(kept.structured_output["body"])
@@ -291,9 +195,9 @@ async def test_redirects_keep_or_change_the_method_like_browsers(echo_site: Site
 
 
 async def test_the_address_policy_applies(site: Site) -> None:
-    site.routes["/echo"] = lambda h: reply(h, 200, b"internal")
-    site.routes["/to-metadata"] = lambda h: reply(
-        h, 302, b"", None, {"Location": "http://169.254.169.254/latest/meta-data/"}
+    site.routes["/echo"] = lambda h: h.reply(200, b"internal")
+    site.routes["/to-metadata"] = lambda h: h.reply(
+        302, b"", None, {"Location": "http://169.254.169.254/latest/meta-data/"}
     )
     default = await call(registry(AddressPolicy()), site.url("/echo"), method="POST", body="x")
     assert default.error_code is ErrorCode.DENIED_BY_POLICY
@@ -310,7 +214,7 @@ async def test_the_address_policy_applies(site: Site) -> None:
 async def test_a_slow_server_times_out(site: Site) -> None:
     def slow(h: BaseHTTPRequestHandler) -> None:
         site.release.wait(10)
-        reply(h, 200, b"late")
+        h.reply(200, b"late")
 
     site.routes["/slow"] = slow
     started = time.monotonic()

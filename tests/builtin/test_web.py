@@ -13,12 +13,9 @@ import shutil
 import socket
 import ssl
 import subprocess
-import threading
 import time
-import urllib.parse
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -41,105 +38,8 @@ from toolwire.web import (
     build_search_chain,
 )
 
-# --- a scripted HTTP server on 127.0.0.1 ------------------------------------
-
-
-@dataclass
-class Seen:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes
-
-
-Route = Callable[[BaseHTTPRequestHandler], None]
-
-
-class Site:
-    """A real HTTP server on a free loopback port whose paths run `routes`.
-
-    Handlers that wait (slow responses) wait on `release`, which `close`
-    sets, so the suite never waits for them.
-    """
-
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
-        self.routes: dict[str, Route] = {}
-        self.seen: list[Seen] = []
-        self.release = threading.Event()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def handle_one(self) -> None:
-                path, _, query = self.path.partition("?")
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                site.seen.append(
-                    Seen(
-                        self.command,
-                        path,
-                        urllib.parse.parse_qs(query),
-                        {k.lower(): v for k, v in self.headers.items()},
-                        body,
-                    )
-                )
-                route = site.routes.get(path)
-                try:
-                    if route is None:
-                        reply(self, 404, b"no such page", "text/plain")
-                    else:
-                        route(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_one
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
-        self.port = self.server.server_address[1]
-        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(5)
-
-
-def reply(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    body: bytes = b"",
-    content_type: str | None = "text/html; charset=utf-8",
-    headers: dict[str, str] | None = None,
-) -> None:
-    handler.send_response(status)
-    if content_type is not None:
-        handler.send_header("Content-Type", content_type)
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    if handler.command != "HEAD":
-        handler.wfile.write(body)
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    server = Site()
-    yield server
-    server.close()
+Site = Any  # the `site` and `make_site` fixtures of conftest.py
+Route = Callable[[Any], None]
 
 
 LOCAL = AddressPolicy(["127.0.0.1"])
@@ -181,14 +81,14 @@ async def fetch(tools: ToolRegistry, url: str, continue_from: int | None = None)
 
 def html(body: str) -> Route:
     def route(h: BaseHTTPRequestHandler) -> None:
-        reply(h, 200, body.encode())
+        h.reply(200, body.encode())
 
     return route
 
 
 def redirect(location: str, status: int = 302) -> Route:
     def route(h: BaseHTTPRequestHandler) -> None:
-        reply(h, status, b"", None, {"Location": location})
+        h.reply(status, b"", None, {"Location": location})
 
     return route
 
@@ -249,9 +149,9 @@ async def test_an_html_page_becomes_markdown(site: Site) -> None:
 
 
 async def test_text_and_json_are_read_as_they_are(site: Site) -> None:
-    site.routes["/notes.txt"] = lambda h: reply(h, 200, b"line one\r\nline two\n", "text/plain")
-    site.routes["/data.json"] = lambda h: reply(h, 200, b'{"answer": 42}', "application/json")
-    site.routes["/readme.md"] = lambda h: reply(h, 200, b"# Title\n\n*hi*", "text/markdown")
+    site.routes["/notes.txt"] = lambda h: h.reply(200, b"line one\r\nline two\n", "text/plain")
+    site.routes["/data.json"] = lambda h: h.reply(200, b'{"answer": 42}', "application/json")
+    site.routes["/readme.md"] = lambda h: h.reply(200, b"# Title\n\n*hi*", "text/markdown")
     tools = registry()
     notes = await fetch(tools, site.url("/notes.txt"))
     assert notes.output.endswith("\n\nline one\nline two\n")
@@ -263,8 +163,8 @@ async def test_text_and_json_are_read_as_they_are(site: Site) -> None:
 
 
 async def test_a_page_without_content_type_is_sniffed(site: Site) -> None:
-    site.routes["/untyped.html"] = lambda h: reply(h, 200, b"<html><h1>Hi</h1></html>", None)
-    site.routes["/untyped.bin"] = lambda h: reply(h, 200, b"\x89PNG\r\n\x1a\n\x00\x00", None)
+    site.routes["/untyped.html"] = lambda h: h.reply(200, b"<html><h1>Hi</h1></html>", None)
+    site.routes["/untyped.bin"] = lambda h: h.reply(200, b"\x89PNG\r\n\x1a\n\x00\x00", None)
     tools = registry()
     page = await fetch(tools, site.url("/untyped.html"))
     assert page.success and "# Hi" in page.output
@@ -285,7 +185,7 @@ async def test_an_error_status_fails_with_the_status_and_an_excerpt(site: Site) 
 async def test_long_pages_come_in_pages_with_a_cursor(site: Site) -> None:
     paragraphs = [f"Paragraph {i}: " + "word " * 40 for i in range(30)]
     document = "\n\n".join(p.strip() for p in paragraphs)
-    site.routes["/long.txt"] = lambda h: reply(h, 200, document.encode(), "text/plain")
+    site.routes["/long.txt"] = lambda h: h.reply(200, document.encode(), "text/plain")
     tools = registry(page_chars=1000)
     url = site.url("/long.txt")
 
@@ -319,7 +219,7 @@ async def test_long_pages_come_in_pages_with_a_cursor(site: Site) -> None:
 
 
 async def test_continue_from_beyond_the_end_is_an_invalid_argument(site: Site) -> None:
-    site.routes["/short.txt"] = lambda h: reply(h, 200, b"x" * 120, "text/plain")
+    site.routes["/short.txt"] = lambda h: h.reply(200, b"x" * 120, "text/plain")
     tools = registry(page_chars=50)
     url = site.url("/short.txt")
     assert (await fetch(tools, url)).success
@@ -337,7 +237,7 @@ async def test_continue_from_beyond_the_end_is_an_invalid_argument(site: Site) -
 
 async def test_pages_fit_the_byte_budget_in_any_script(site: Site) -> None:
     document = "漢字かな交じり文。" * 2000  # 3 bytes a character
-    site.routes["/ja.txt"] = lambda h: reply(h, 200, document.encode(), "text/plain; charset=utf-8")
+    site.routes["/ja.txt"] = lambda h: h.reply(200, document.encode(), "text/plain; charset=utf-8")
     tools = registry(page_chars=8000, page_bytes=12_000)
     result = await fetch(tools, site.url("/ja.txt"))
     assert result.success and not result.truncated
@@ -347,7 +247,7 @@ async def test_pages_fit_the_byte_budget_in_any_script(site: Site) -> None:
 
 
 async def test_the_cache_expires_and_a_fresh_call_fetches_again(site: Site) -> None:
-    site.routes["/doc.txt"] = lambda h: reply(h, 200, b"a" * 300, "text/plain")
+    site.routes["/doc.txt"] = lambda h: h.reply(200, b"a" * 300, "text/plain")
     now = [0.0]
     tools = registry(page_chars=100, cache_ttl=60, clock=lambda: now[0])
     url = site.url("/doc.txt")
@@ -444,7 +344,7 @@ async def test_a_huge_body_is_cut_at_the_cap_and_says_so(site: Site) -> None:
 async def test_a_slow_answer_times_out(site: Site) -> None:
     def slow(h: BaseHTTPRequestHandler) -> None:
         site.release.wait(10)
-        reply(h, 200, b"late")
+        h.reply(200, b"late")
 
     def trickle(h: BaseHTTPRequestHandler) -> None:
         h.send_response(200)
@@ -481,7 +381,7 @@ async def test_a_refused_connection_says_so() -> None:
     "content_type", ["image/png", "application/pdf", "application/octet-stream", "video/mp4"]
 )
 async def test_binary_content_is_refused_by_its_type(site: Site, content_type: str) -> None:
-    site.routes["/file"] = lambda h: reply(h, 200, b"\x00\x01binary" * 100, content_type)
+    site.routes["/file"] = lambda h: h.reply(200, b"\x00\x01binary" * 100, content_type)
     result = await fetch(registry(), site.url("/file"))
     assert result.error_code is ErrorCode.HANDLER_ERROR
     assert result.error == (
@@ -495,15 +395,15 @@ async def test_binary_content_is_refused_by_its_type(site: Site, content_type: s
 
 async def test_encodings_from_headers_meta_and_bad_bytes(site: Site) -> None:
     latin = "<p>Caf\u00e9 cr\u00e8me, na\u00efve</p>".encode("latin-1")
-    site.routes["/latin-header"] = lambda h: reply(h, 200, latin, "text/html; charset=ISO-8859-1")
-    site.routes["/latin-meta"] = lambda h: reply(
-        h, 200, b'<meta charset="windows-1252">' + latin + b"<p>\x93quoted\x94</p>", "text/html"
+    site.routes["/latin-header"] = lambda h: h.reply(200, latin, "text/html; charset=ISO-8859-1")
+    site.routes["/latin-meta"] = lambda h: h.reply(
+        200, b'<meta charset="windows-1252">' + latin + b"<p>\x93quoted\x94</p>", "text/html"
     )
-    site.routes["/bad-utf8"] = lambda h: reply(
-        h, 200, b"valid \xe2\x9c\x93 then bad \xff\xfe\xc3( end", "text/plain"
+    site.routes["/bad-utf8"] = lambda h: h.reply(
+        200, b"valid \xe2\x9c\x93 then bad \xff\xfe\xc3( end", "text/plain"
     )
-    site.routes["/unknown-charset"] = lambda h: reply(
-        h, 200, "\u00fcber".encode(), "text/plain; charset=x-no-such-charset"
+    site.routes["/unknown-charset"] = lambda h: h.reply(
+        200, "\u00fcber".encode(), "text/plain; charset=x-no-such-charset"
     )
     tools = registry()
     for path in ("/latin-header", "/latin-meta"):
@@ -644,33 +544,30 @@ def certificate(tmp_path: Path) -> tuple[Path, Path]:
 
 
 async def test_https_to_a_pinned_address_still_verifies_the_name(
-    certificate: tuple[Path, Path],
+    certificate: tuple[Path, Path], make_site: Callable[..., Any]
 ) -> None:
     """The connection goes to the checked IP, yet TLS sends the name (SNI) and
     the certificate is verified against the name, not the IP."""
     cert, key = certificate
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(cert, key)
-    secure = Site(tls=server_tls)
-    try:
-        secure.routes["/pinned"] = html("<title>Secure</title><p>over TLS</p>")
+    secure = make_site(server_tls)
+    secure.routes["/pinned"] = html("<title>Secure</title><p>over TLS</p>")
 
-        async def resolver(host: str, port: int) -> list[IPAddress]:
-            return [ipaddress.ip_address("127.0.0.1")]
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address("127.0.0.1")]
 
-        trusted = ssl.create_default_context(cafile=str(cert))
-        tools = registry(fetcher(resolver=resolver, verify=trusted))
-        url = f"https://docs.example.test:{secure.port}/pinned"
-        result = await fetch(tools, url)
-        assert result.success, result.error
-        assert "over TLS" in result.output
-        assert secure.seen[0].headers["host"] == f"docs.example.test:{secure.port}"
-        by_ip = await fetch(tools, f"https://127.0.0.1:{secure.port}/pinned")
-        assert by_ip.error_code is ErrorCode.HANDLER_ERROR
-        assert "TLS failed" in by_ip.error
-        assert "certificate verify failed" in by_ip.error
-    finally:
-        secure.close()
+    trusted = ssl.create_default_context(cafile=str(cert))
+    tools = registry(fetcher(resolver=resolver, verify=trusted))
+    url = f"https://docs.example.test:{secure.port}/pinned"
+    result = await fetch(tools, url)
+    assert result.success, result.error
+    assert "over TLS" in result.output
+    assert secure.seen[0].headers["host"] == f"docs.example.test:{secure.port}"
+    by_ip = await fetch(tools, f"https://127.0.0.1:{secure.port}/pinned")
+    assert by_ip.error_code is ErrorCode.HANDLER_ERROR
+    assert "TLS failed" in by_ip.error
+    assert "certificate verify failed" in by_ip.error
 
 
 # --- web_search ---------------------------------------------------------------------------
@@ -835,7 +732,7 @@ BRAVE_ANSWER = {
 
 def json_reply(data: Any, status: int = 200) -> Route:
     def route(h: BaseHTTPRequestHandler) -> None:
-        reply(h, status, json.dumps(data).encode(), "application/json")
+        h.reply(status, json.dumps(data).encode(), "application/json")
 
     return route
 
@@ -860,8 +757,8 @@ async def test_searxng_speaks_its_json_api(site: Site) -> None:
 
 
 async def test_searxng_failures_are_explained(site: Site) -> None:
-    site.routes["/off/search"] = lambda h: reply(h, 403, b"Forbidden", "text/plain")
-    site.routes["/html/search"] = lambda h: reply(h, 200, b"<html></html>", "text/html")
+    site.routes["/off/search"] = lambda h: h.reply(403, b"Forbidden", "text/plain")
+    site.routes["/html/search"] = lambda h: h.reply(200, b"<html></html>", "text/html")
     with pytest.raises(
         Exception, match=r"answered HTTP 403 Forbidden \(is the JSON format enabled"
     ):
