@@ -274,29 +274,31 @@ async def serve(
     `capabilities` lets the caller share the run grants with what it wires in
     (the code runtime); `on_started` sees the started servers (bound ports,
     `http_base_url`); `on_stopped` runs after both listeners have stopped."""
-    servers = ToolwireServers(registry, config, capabilities=capabilities)
-    await servers.start()
-    log.info(
-        "toolwire serving %s on %s:%d (gRPC) and %s (gRPC-web, Connect) with %d tools",
-        SERVICE_NAME,
-        config.host,
-        servers.grpc.port,
-        servers.http_base_url,
-        len(registry.list()),
-    )
-    if on_started is not None:
-        await on_started(servers)
+    # Signals are handled from the first moment, so a SIGTERM that arrives while
+    # the servers start (or while `on_started` runs) still stops them gracefully.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    servers = ToolwireServers(registry, config, capabilities=capabilities)
     try:
+        await servers.start()
+        log.info(
+            "toolwire serving %s on %s:%d (gRPC) and %s (gRPC-web, Connect) with %d tools",
+            SERVICE_NAME,
+            config.host,
+            servers.grpc.port,
+            servers.http_base_url,
+            len(registry.list()),
+        )
+        if on_started is not None:
+            await on_started(servers)
         await stop.wait()
+        log.info("shutting down (grace %.1f s)", config.grace_seconds)
+        await servers.stop()
+        if on_stopped is not None:
+            await on_stopped()
+        registry.close()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    log.info("shutting down (grace %.1f s)", config.grace_seconds)
-    await servers.stop()
-    if on_stopped is not None:
-        await on_stopped()
-    registry.close()
