@@ -85,6 +85,13 @@ class ToolDefinition(BaseModel):
     timeout_seconds: float | None = Field(default=None, gt=0)
     """None means the registry's default."""
     labels: dict[str, str] = Field(default_factory=dict)
+    requires_approval: bool = False
+    """Every call needs an approved ticket, whatever the tier."""
+    command_argument: str = ""
+    """The argument holding a shell command line: the tool is command-running,
+    and exec approvals decide its calls."""
+    max_concurrency: int = Field(default=0, ge=0)
+    """At most this many calls at once (0: no limit of the tool's own)."""
 
 
 class CallContext(BaseModel):
@@ -95,6 +102,52 @@ class CallContext(BaseModel):
     caller_id: str = ""
     session_id: str = ""
     user_id: str = ""
+
+
+class Runtime(StrEnum):
+    HOST = "host"
+    DENO = "deno"
+    PROVIDER = "provider"
+
+
+class SandboxPlacement(BaseModel):
+    """Layer 3 of the policy: where a call runs, with or without network, under
+    which memory cap (None: none)."""
+
+    model_config = _FROZEN
+
+    runtime: Runtime = Runtime.HOST
+    network: bool = True
+    memory_limit_bytes: int | None = Field(default=None, gt=0)
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    USED = "used"
+    EXPIRED = "expired"
+
+
+class ApprovalTicket(BaseModel):
+    """One call waiting for (or granted) a person's approval."""
+
+    model_config = _FROZEN
+
+    ticket_id: str
+    tool_name: str
+    arguments_json: str
+    summary: str
+    requested_by: str
+    reason: str
+    state: ApprovalState = ApprovalState.PENDING
+    created_at: float = 0.0
+    """Unix time."""
+    expires_at: float = 0.0
+    """Unix time."""
+    decided_by: str = ""
+    decision_reason: str = ""
+    context: CallContext = Field(default_factory=CallContext)
 
 
 class ToolResult(BaseModel):
@@ -110,6 +163,12 @@ class ToolResult(BaseModel):
     duration_seconds: float = 0.0
     truncated: bool = False
     original_size_bytes: int = 0
+    approval: ApprovalTicket | None = None
+    """For APPROVAL_REQUIRED: the ticket to approve."""
+    sandbox: SandboxPlacement | None = None
+    """Where the call ran, as the policy resolved it."""
+    policy_rule: str = ""
+    """For DENIED_BY_POLICY: the rule that denied."""
 
     @model_validator(mode="after")
     def _error_iff_failed(self) -> ToolResult:

@@ -3,6 +3,7 @@
 toolwire serve [--port 50051] [--tools pkg.module ...] [--data-dir .toolwire]
 toolwire list | call NAME --args JSON | stubs | model-tools --format F
 toolwire memory pending|approve|reject|set-permission ...
+toolwire audit [--limit N] | exec-allowlist list|add|remove ...
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import memory, remote, serve
+from . import allowlist, audit, memory, remote, serve
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,6 +21,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_commands(commands)
     remote.add_commands(commands)
     memory.add_commands(commands)
+    audit.add_commands(commands)
+    allowlist.add_commands(commands)
     return root
 
 

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .registry_service_pb2 import DispatchRequest, DispatchResponse, GenerateStubsRequest, GenerateStubsResponse, ListRequest, ListResponse, ProvideRequest, ProvideResponse, RegisterRequest, RegisterResponse, ToModelToolsRequest, ToModelToolsResponse, UnregisterRequest, UnregisterResponse, WatchRequest, WatchResponse
+from .registry_service_pb2 import ApproveRequest, ApproveResponse, DenyRequest, DenyResponse, DispatchBatchRequest, DispatchBatchResponse, DispatchRequest, DispatchResponse, GenerateStubsRequest, GenerateStubsResponse, ListRequest, ListResponse, ProvideRequest, ProvideResponse, RegisterRequest, RegisterResponse, ToModelToolsRequest, ToModelToolsResponse, UnregisterRequest, UnregisterResponse, WatchApprovalsRequest, WatchApprovalsResponse, WatchRequest, WatchResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -88,6 +88,31 @@ class RegistryService(Protocol):
         then every tool added or removed and every provider that disconnected.
         To stay in step: Watch, then List, then apply the events whose version is
         above the List's `registry_version`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def dispatch_batch(self, request: DispatchBatchRequest, ctx: RequestContext[DispatchBatchRequest, DispatchBatchResponse], /) -> DispatchBatchResponse:
+        """
+        The tool calls a model emitted in one turn. Consecutive read-only calls
+        run concurrently; every other call runs alone, in the given order.
+        Results come back in request order.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def approve(self, request: ApproveRequest, ctx: RequestContext[ApproveRequest, ApproveResponse], /) -> ApproveResponse:
+        """
+        Resolves an approval ticket (scope `admin`). An approved ticket lets its
+        call run once, when the requester dispatches it again with the ticket.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def deny(self, request: DenyRequest, ctx: RequestContext[DenyRequest, DenyResponse], /) -> DenyResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_approvals(self, request: WatchApprovalsRequest, ctx: RequestContext[WatchApprovalsRequest, WatchApprovalsResponse], /) -> AsyncIterator[WatchApprovalsResponse]:
+        """
+        Approval tickets as they change (scope `admin`), for a UI or an operator:
+        first every pending ticket, then each new, decided, used or expired one.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -192,6 +217,50 @@ class RegistryServiceASGIApplication(ConnectASGIApplication[RegistryService]):
                         stream_type=StreamType.SERVER_STREAM,
                     ),
                     function=svc.watch,
+                ),
+                "/toolwire.v1.RegistryService/DispatchBatch": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DispatchBatch",
+                        service_name="toolwire.v1.RegistryService",
+                        input=DispatchBatchRequest,
+                        output=DispatchBatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.dispatch_batch,
+                ),
+                "/toolwire.v1.RegistryService/Approve": Endpoint.unary(
+                    method=MethodInfo(
+                        name="Approve",
+                        service_name="toolwire.v1.RegistryService",
+                        input=ApproveRequest,
+                        output=ApproveResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.approve,
+                ),
+                "/toolwire.v1.RegistryService/Deny": Endpoint.unary(
+                    method=MethodInfo(
+                        name="Deny",
+                        service_name="toolwire.v1.RegistryService",
+                        input=DenyRequest,
+                        output=DenyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.deny,
+                ),
+                "/toolwire.v1.RegistryService/WatchApprovals": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="WatchApprovals",
+                        service_name="toolwire.v1.RegistryService",
+                        input=WatchApprovalsRequest,
+                        output=WatchApprovalsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch_approvals,
                 ),
             },
             interceptors=interceptors,
@@ -420,6 +489,99 @@ class RegistryServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def dispatch_batch(
+        self,
+        request: DispatchBatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DispatchBatchResponse:
+        """
+        The tool calls a model emitted in one turn. Consecutive read-only calls
+        run concurrently; every other call runs alone, in the given order.
+        Results come back in request order.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DispatchBatch",
+                service_name="toolwire.v1.RegistryService",
+                input=DispatchBatchRequest,
+                output=DispatchBatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def approve(
+        self,
+        request: ApproveRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ApproveResponse:
+        """
+        Resolves an approval ticket (scope `admin`). An approved ticket lets its
+        call run once, when the requester dispatches it again with the ticket.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="Approve",
+                service_name="toolwire.v1.RegistryService",
+                input=ApproveRequest,
+                output=ApproveResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def deny(
+        self,
+        request: DenyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DenyResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="Deny",
+                service_name="toolwire.v1.RegistryService",
+                input=DenyRequest,
+                output=DenyResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch_approvals(
+        self,
+        request: WatchApprovalsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchApprovalsResponse]:
+        """
+        Approval tickets as they change (scope `admin`), for a UI or an operator:
+        first every pending ticket, then each new, decided, used or expired one.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchApprovals",
+                service_name="toolwire.v1.RegistryService",
+                input=WatchApprovalsRequest,
+                output=WatchApprovalsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class RegistryServiceSync(Protocol):
     """
@@ -472,6 +634,31 @@ class RegistryServiceSync(Protocol):
         then every tool added or removed and every provider that disconnected.
         To stay in step: Watch, then List, then apply the events whose version is
         above the List's `registry_version`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def dispatch_batch(self, request: DispatchBatchRequest, ctx: RequestContext[DispatchBatchRequest, DispatchBatchResponse], /) -> DispatchBatchResponse:
+        """
+        The tool calls a model emitted in one turn. Consecutive read-only calls
+        run concurrently; every other call runs alone, in the given order.
+        Results come back in request order.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def approve(self, request: ApproveRequest, ctx: RequestContext[ApproveRequest, ApproveResponse], /) -> ApproveResponse:
+        """
+        Resolves an approval ticket (scope `admin`). An approved ticket lets its
+        call run once, when the requester dispatches it again with the ticket.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def deny(self, request: DenyRequest, ctx: RequestContext[DenyRequest, DenyResponse], /) -> DenyResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_approvals(self, request: WatchApprovalsRequest, ctx: RequestContext[WatchApprovalsRequest, WatchApprovalsResponse], /) -> Iterator[WatchApprovalsResponse]:
+        """
+        Approval tickets as they change (scope `admin`), for a UI or an operator:
+        first every pending ticket, then each new, decided, used or expired one.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -574,6 +761,50 @@ class RegistryServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.SERVER_STREAM,
                     ),
                     function=service.watch,
+                ),
+                "/toolwire.v1.RegistryService/DispatchBatch": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DispatchBatch",
+                        service_name="toolwire.v1.RegistryService",
+                        input=DispatchBatchRequest,
+                        output=DispatchBatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.dispatch_batch,
+                ),
+                "/toolwire.v1.RegistryService/Approve": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="Approve",
+                        service_name="toolwire.v1.RegistryService",
+                        input=ApproveRequest,
+                        output=ApproveResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.approve,
+                ),
+                "/toolwire.v1.RegistryService/Deny": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="Deny",
+                        service_name="toolwire.v1.RegistryService",
+                        input=DenyRequest,
+                        output=DenyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.deny,
+                ),
+                "/toolwire.v1.RegistryService/WatchApprovals": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="WatchApprovals",
+                        service_name="toolwire.v1.RegistryService",
+                        input=WatchApprovalsRequest,
+                        output=WatchApprovalsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.watch_approvals,
                 ),
             },
             interceptors=interceptors,
@@ -796,6 +1027,99 @@ class RegistryServiceClientSync(ConnectClientSync):
                 service_name="toolwire.v1.RegistryService",
                 input=WatchRequest,
                 output=WatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def dispatch_batch(
+        self,
+        request: DispatchBatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DispatchBatchResponse:
+        """
+        The tool calls a model emitted in one turn. Consecutive read-only calls
+        run concurrently; every other call runs alone, in the given order.
+        Results come back in request order.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DispatchBatch",
+                service_name="toolwire.v1.RegistryService",
+                input=DispatchBatchRequest,
+                output=DispatchBatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def approve(
+        self,
+        request: ApproveRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ApproveResponse:
+        """
+        Resolves an approval ticket (scope `admin`). An approved ticket lets its
+        call run once, when the requester dispatches it again with the ticket.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="Approve",
+                service_name="toolwire.v1.RegistryService",
+                input=ApproveRequest,
+                output=ApproveResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def deny(
+        self,
+        request: DenyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DenyResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="Deny",
+                service_name="toolwire.v1.RegistryService",
+                input=DenyRequest,
+                output=DenyResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch_approvals(
+        self,
+        request: WatchApprovalsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[WatchApprovalsResponse]:
+        """
+        Approval tickets as they change (scope `admin`), for a UI or an operator:
+        first every pending ticket, then each new, decided, used or expired one.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchApprovals",
+                service_name="toolwire.v1.RegistryService",
+                input=WatchApprovalsRequest,
+                output=WatchApprovalsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.SERVER_STREAM,
             ),

@@ -40,12 +40,14 @@ MODEL_FORMAT_GEMINI: ModelFormat
 MODEL_FORMAT_MCP: ModelFormat
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("definition", "provider_id")
+    __slots__ = ("definition", "provider_id", "replace")
     DEFINITION_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
     definition: _tool_pb2.ToolDefinition
     provider_id: str
-    def __init__(self, definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ..., provider_id: _Optional[str] = ...) -> None: ...
+    replace: bool
+    def __init__(self, definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ..., provider_id: _Optional[str] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("definition",)
@@ -108,14 +110,16 @@ class WatchResponse(_message.Message):
     def __init__(self, registry_version: _Optional[int] = ..., kind: _Optional[_Union[RegistryEventKind, str]] = ..., tool_name: _Optional[str] = ..., definition: _Optional[_Union[_tool_pb2.ToolDefinition, _Mapping]] = ..., provider_id: _Optional[str] = ...) -> None: ...
 
 class DispatchRequest(_message.Message):
-    __slots__ = ("name", "arguments_json", "context")
+    __slots__ = ("name", "arguments_json", "context", "approval_ticket")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_TICKET_FIELD_NUMBER: _ClassVar[int]
     name: str
     arguments_json: str
     context: _tool_pb2.CallContext
-    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., context: _Optional[_Union[_tool_pb2.CallContext, _Mapping]] = ...) -> None: ...
+    approval_ticket: str
+    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., context: _Optional[_Union[_tool_pb2.CallContext, _Mapping]] = ..., approval_ticket: _Optional[str] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
     __slots__ = ("result",)
@@ -222,3 +226,77 @@ class CallCancelled(_message.Message):
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     def __init__(self, call_id: _Optional[str] = ...) -> None: ...
+
+class DispatchBatchRequest(_message.Message):
+    __slots__ = ("calls", "context")
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    calls: _containers.RepeatedCompositeFieldContainer[BatchCall]
+    context: _tool_pb2.CallContext
+    def __init__(self, calls: _Optional[_Iterable[_Union[BatchCall, _Mapping]]] = ..., context: _Optional[_Union[_tool_pb2.CallContext, _Mapping]] = ...) -> None: ...
+
+class BatchCall(_message.Message):
+    __slots__ = ("call_id", "name", "arguments_json", "approval_ticket")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_TICKET_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    name: str
+    arguments_json: str
+    approval_ticket: str
+    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., approval_ticket: _Optional[str] = ...) -> None: ...
+
+class DispatchBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...
+
+class BatchResult(_message.Message):
+    __slots__ = ("call_id", "result")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    result: _tool_pb2.ToolResult
+    def __init__(self, call_id: _Optional[str] = ..., result: _Optional[_Union[_tool_pb2.ToolResult, _Mapping]] = ...) -> None: ...
+
+class ApproveRequest(_message.Message):
+    __slots__ = ("ticket_id", "reason", "remember")
+    TICKET_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REMEMBER_FIELD_NUMBER: _ClassVar[int]
+    ticket_id: str
+    reason: str
+    remember: bool
+    def __init__(self, ticket_id: _Optional[str] = ..., reason: _Optional[str] = ..., remember: _Optional[bool] = ...) -> None: ...
+
+class ApproveResponse(_message.Message):
+    __slots__ = ("ticket",)
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    ticket: _tool_pb2.ApprovalTicket
+    def __init__(self, ticket: _Optional[_Union[_tool_pb2.ApprovalTicket, _Mapping]] = ...) -> None: ...
+
+class DenyRequest(_message.Message):
+    __slots__ = ("ticket_id", "reason")
+    TICKET_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ticket_id: str
+    reason: str
+    def __init__(self, ticket_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DenyResponse(_message.Message):
+    __slots__ = ("ticket",)
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    ticket: _tool_pb2.ApprovalTicket
+    def __init__(self, ticket: _Optional[_Union[_tool_pb2.ApprovalTicket, _Mapping]] = ...) -> None: ...
+
+class WatchApprovalsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchApprovalsResponse(_message.Message):
+    __slots__ = ("ticket",)
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    ticket: _tool_pb2.ApprovalTicket
+    def __init__(self, ticket: _Optional[_Union[_tool_pb2.ApprovalTicket, _Mapping]] = ...) -> None: ...

@@ -76,6 +76,26 @@ class RegistryServiceStub:
                 request_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.SerializeToString,
                 response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.FromString,
                 _registered_method=True)
+        self.DispatchBatch = channel.unary_unary(
+                '/toolwire.v1.RegistryService/DispatchBatch',
+                request_serializer=toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchRequest.SerializeToString,
+                response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchResponse.FromString,
+                _registered_method=True)
+        self.Approve = channel.unary_unary(
+                '/toolwire.v1.RegistryService/Approve',
+                request_serializer=toolwire_dot_v1_dot_registry__service__pb2.ApproveRequest.SerializeToString,
+                response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.ApproveResponse.FromString,
+                _registered_method=True)
+        self.Deny = channel.unary_unary(
+                '/toolwire.v1.RegistryService/Deny',
+                request_serializer=toolwire_dot_v1_dot_registry__service__pb2.DenyRequest.SerializeToString,
+                response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.DenyResponse.FromString,
+                _registered_method=True)
+        self.WatchApprovals = channel.unary_stream(
+                '/toolwire.v1.RegistryService/WatchApprovals',
+                request_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsRequest.SerializeToString,
+                response_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServiceServicer:
@@ -144,6 +164,37 @@ class RegistryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DispatchBatch(self, request, context):
+        """The tool calls a model emitted in one turn. Consecutive read-only calls
+        run concurrently; every other call runs alone, in the given order.
+        Results come back in request order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Approve(self, request, context):
+        """Resolves an approval ticket (scope `admin`). An approved ticket lets its
+        call run once, when the requester dispatches it again with the ticket.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Deny(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchApprovals(self, request, context):
+        """Approval tickets as they change (scope `admin`), for a UI or an operator:
+        first every pending ticket, then each new, decided, used or expired one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -186,6 +237,26 @@ def add_RegistryServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.FromString,
                     response_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.SerializeToString,
+            ),
+            'DispatchBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.DispatchBatch,
+                    request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchRequest.FromString,
+                    response_serializer=toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchResponse.SerializeToString,
+            ),
+            'Approve': grpc.unary_unary_rpc_method_handler(
+                    servicer.Approve,
+                    request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.ApproveRequest.FromString,
+                    response_serializer=toolwire_dot_v1_dot_registry__service__pb2.ApproveResponse.SerializeToString,
+            ),
+            'Deny': grpc.unary_unary_rpc_method_handler(
+                    servicer.Deny,
+                    request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.DenyRequest.FromString,
+                    response_serializer=toolwire_dot_v1_dot_registry__service__pb2.DenyResponse.SerializeToString,
+            ),
+            'WatchApprovals': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchApprovals,
+                    request_deserializer=toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsRequest.FromString,
+                    response_serializer=toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -406,6 +477,114 @@ class RegistryService:
             '/toolwire.v1.RegistryService/Watch',
             toolwire_dot_v1_dot_registry__service__pb2.WatchRequest.SerializeToString,
             toolwire_dot_v1_dot_registry__service__pb2.WatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DispatchBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolwire.v1.RegistryService/DispatchBatch',
+            toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchRequest.SerializeToString,
+            toolwire_dot_v1_dot_registry__service__pb2.DispatchBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Approve(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolwire.v1.RegistryService/Approve',
+            toolwire_dot_v1_dot_registry__service__pb2.ApproveRequest.SerializeToString,
+            toolwire_dot_v1_dot_registry__service__pb2.ApproveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Deny(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolwire.v1.RegistryService/Deny',
+            toolwire_dot_v1_dot_registry__service__pb2.DenyRequest.SerializeToString,
+            toolwire_dot_v1_dot_registry__service__pb2.DenyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchApprovals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/toolwire.v1.RegistryService/WatchApprovals',
+            toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsRequest.SerializeToString,
+            toolwire_dot_v1_dot_registry__service__pb2.WatchApprovalsResponse.FromString,
             options,
             channel_credentials,
             insecure,

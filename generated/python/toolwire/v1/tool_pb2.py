@@ -24,9 +24,10 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolwire/v1/tool.proto\x12\x0btoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb1\x01\n\rToolParameter\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x04type\x18\x02 \x01(\x0e\x32\x1a.toolwire.v1.ParameterType\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x10\n\x08required\x18\x04 \x01(\x08\x12\x13\n\x0b\x65num_values\x18\x05 \x03(\t\x12,\n\x0bjson_schema\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xca\x03\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\nparameters\x18\x03 \x03(\x0b\x32\x1a.toolwire.v1.ToolParameter\x12-\n\x0cinput_schema\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12.\n\routput_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x0bsafety_tier\x18\x06 \x01(\x0e\x32\x17.toolwire.v1.SafetyTier\x12\r\n\x05group\x18\x07 \x01(\t\x12*\n\x07timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x37\n\x06labels\x18\t \x03(\x0b\x32\'.toolwire.v1.ToolDefinition.LabelsEntry\x12\x19\n\x11input_schema_json\x18\n \x01(\t\x12\x1a\n\x12output_schema_json\x18\x0b \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0b\x43\x61llContext\x12\x11\n\tcaller_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\"\xf8\x01\n\nToolResult\x12\x0f\n\x07success\x18\x01 \x01(\x08\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12*\n\nerror_code\x18\x04 \x01(\x0e\x32\x16.toolwire.v1.ErrorCode\x12\x31\n\x11structured_output\x18\x05 \x01(\x0b\x32\x16.google.protobuf.Value\x12+\n\x08\x64uration\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\ttruncated\x18\x07 \x01(\x08\x12\x1b\n\x13original_size_bytes\x18\x08 \x01(\x04*\xd2\x01\n\rParameterType\x12\x1e\n\x1aPARAMETER_TYPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PARAMETER_TYPE_STRING\x10\x01\x12\x19\n\x15PARAMETER_TYPE_NUMBER\x10\x02\x12\x1a\n\x16PARAMETER_TYPE_INTEGER\x10\x03\x12\x1a\n\x16PARAMETER_TYPE_BOOLEAN\x10\x04\x12\x19\n\x15PARAMETER_TYPE_OBJECT\x10\x05\x12\x18\n\x14PARAMETER_TYPE_ARRAY\x10\x06*\x80\x01\n\nSafetyTier\x12\x1b\n\x17SAFETY_TIER_UNSPECIFIED\x10\x00\x12\x19\n\x15SAFETY_TIER_READ_ONLY\x10\x01\x12\x1e\n\x1aSAFETY_TIER_SIDE_EFFECTING\x10\x02\x12\x1a\n\x16SAFETY_TIER_PRIVILEGED\x10\x03*\xbe\x02\n\tErrorCode\x12\x1a\n\x16\x45RROR_CODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x45RROR_CODE_NOT_FOUND\x10\x01\x12 \n\x1c\x45RROR_CODE_INVALID_ARGUMENTS\x10\x02\x12\x1f\n\x1b\x45RROR_CODE_DENIED_BY_POLICY\x10\x03\x12 \n\x1c\x45RROR_CODE_APPROVAL_REQUIRED\x10\x04\x12\x16\n\x12\x45RROR_CODE_TIMEOUT\x10\x05\x12\x1c\n\x18\x45RROR_CODE_HANDLER_ERROR\x10\x06\x12#\n\x1f\x45RROR_CODE_PROVIDER_UNAVAILABLE\x10\x07\x12!\n\x1d\x45RROR_CODE_RESOURCE_EXHAUSTED\x10\x08\x12\x18\n\x14\x45RROR_CODE_CANCELLED\x10\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolwire/v1/tool.proto\x12\x0btoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb1\x01\n\rToolParameter\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x04type\x18\x02 \x01(\x0e\x32\x1a.toolwire.v1.ParameterType\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x10\n\x08required\x18\x04 \x01(\x08\x12\x13\n\x0b\x65num_values\x18\x05 \x03(\t\x12,\n\x0bjson_schema\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x98\x04\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\nparameters\x18\x03 \x03(\x0b\x32\x1a.toolwire.v1.ToolParameter\x12-\n\x0cinput_schema\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12.\n\routput_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x0bsafety_tier\x18\x06 \x01(\x0e\x32\x17.toolwire.v1.SafetyTier\x12\r\n\x05group\x18\x07 \x01(\t\x12*\n\x07timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x37\n\x06labels\x18\t \x03(\x0b\x32\'.toolwire.v1.ToolDefinition.LabelsEntry\x12\x19\n\x11input_schema_json\x18\n \x01(\t\x12\x1a\n\x12output_schema_json\x18\x0b \x01(\t\x12\x19\n\x11requires_approval\x18\x0c \x01(\x08\x12\x18\n\x10\x63ommand_argument\x18\r \x01(\t\x12\x17\n\x0fmax_concurrency\x18\x0e \x01(\r\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0b\x43\x61llContext\x12\x11\n\tcaller_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\"\xec\x02\n\nToolResult\x12\x0f\n\x07success\x18\x01 \x01(\x08\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12*\n\nerror_code\x18\x04 \x01(\x0e\x32\x16.toolwire.v1.ErrorCode\x12\x31\n\x11structured_output\x18\x05 \x01(\x0b\x32\x16.google.protobuf.Value\x12+\n\x08\x64uration\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\ttruncated\x18\x07 \x01(\x08\x12\x1b\n\x13original_size_bytes\x18\x08 \x01(\x04\x12-\n\x08\x61pproval\x18\t \x01(\x0b\x32\x1b.toolwire.v1.ApprovalTicket\x12.\n\x07sandbox\x18\n \x01(\x0b\x32\x1d.toolwire.v1.SandboxPlacement\x12\x13\n\x0bpolicy_rule\x18\x0b \x01(\t\"f\n\x10SandboxPlacement\x12%\n\x07runtime\x18\x01 \x01(\x0e\x32\x14.toolwire.v1.Runtime\x12\x0f\n\x07network\x18\x02 \x01(\x08\x12\x1a\n\x12memory_limit_bytes\x18\x03 \x01(\x04\"\xe8\x02\n\x0e\x41pprovalTicket\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x0f\n\x07summary\x18\x04 \x01(\t\x12\x14\n\x0crequested_by\x18\x05 \x01(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.toolwire.v1.ApprovalState\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\ndecided_by\x18\n \x01(\t\x12\x17\n\x0f\x64\x65\x63ision_reason\x18\x0b \x01(\t\x12)\n\x07\x63ontext\x18\x0c \x01(\x0b\x32\x18.toolwire.v1.CallContext*\xd2\x01\n\rParameterType\x12\x1e\n\x1aPARAMETER_TYPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PARAMETER_TYPE_STRING\x10\x01\x12\x19\n\x15PARAMETER_TYPE_NUMBER\x10\x02\x12\x1a\n\x16PARAMETER_TYPE_INTEGER\x10\x03\x12\x1a\n\x16PARAMETER_TYPE_BOOLEAN\x10\x04\x12\x19\n\x15PARAMETER_TYPE_OBJECT\x10\x05\x12\x18\n\x14PARAMETER_TYPE_ARRAY\x10\x06*\x80\x01\n\nSafetyTier\x12\x1b\n\x17SAFETY_TIER_UNSPECIFIED\x10\x00\x12\x19\n\x15SAFETY_TIER_READ_ONLY\x10\x01\x12\x1e\n\x1aSAFETY_TIER_SIDE_EFFECTING\x10\x02\x12\x1a\n\x16SAFETY_TIER_PRIVILEGED\x10\x03*\xbe\x02\n\tErrorCode\x12\x1a\n\x16\x45RROR_CODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x45RROR_CODE_NOT_FOUND\x10\x01\x12 \n\x1c\x45RROR_CODE_INVALID_ARGUMENTS\x10\x02\x12\x1f\n\x1b\x45RROR_CODE_DENIED_BY_POLICY\x10\x03\x12 \n\x1c\x45RROR_CODE_APPROVAL_REQUIRED\x10\x04\x12\x16\n\x12\x45RROR_CODE_TIMEOUT\x10\x05\x12\x1c\n\x18\x45RROR_CODE_HANDLER_ERROR\x10\x06\x12#\n\x1f\x45RROR_CODE_PROVIDER_UNAVAILABLE\x10\x07\x12!\n\x1d\x45RROR_CODE_RESOURCE_EXHAUSTED\x10\x08\x12\x18\n\x14\x45RROR_CODE_CANCELLED\x10\t*\\\n\x07Runtime\x12\x17\n\x13RUNTIME_UNSPECIFIED\x10\x00\x12\x10\n\x0cRUNTIME_HOST\x10\x01\x12\x10\n\x0cRUNTIME_DENO\x10\x02\x12\x14\n\x10RUNTIME_PROVIDER\x10\x03*\xb8\x01\n\rApprovalState\x12\x1e\n\x1a\x41PPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41PPROVAL_STATE_PENDING\x10\x01\x12\x1b\n\x17\x41PPROVAL_STATE_APPROVED\x10\x02\x12\x19\n\x15\x41PPROVAL_STATE_DENIED\x10\x03\x12\x17\n\x13\x41PPROVAL_STATE_USED\x10\x04\x12\x1a\n\x16\x41PPROVAL_STATE_EXPIRED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,20 +36,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TOOLDEFINITION_LABELSENTRY']._loaded_options = None
   _globals['_TOOLDEFINITION_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_PARAMETERTYPE']._serialized_start=1065
-  _globals['_PARAMETERTYPE']._serialized_end=1275
-  _globals['_SAFETYTIER']._serialized_start=1278
-  _globals['_SAFETYTIER']._serialized_end=1406
-  _globals['_ERRORCODE']._serialized_start=1409
-  _globals['_ERRORCODE']._serialized_end=1727
-  _globals['_TOOLPARAMETER']._serialized_start=102
-  _globals['_TOOLPARAMETER']._serialized_end=279
-  _globals['_TOOLDEFINITION']._serialized_start=282
-  _globals['_TOOLDEFINITION']._serialized_end=740
-  _globals['_TOOLDEFINITION_LABELSENTRY']._serialized_start=695
-  _globals['_TOOLDEFINITION_LABELSENTRY']._serialized_end=740
-  _globals['_CALLCONTEXT']._serialized_start=742
-  _globals['_CALLCONTEXT']._serialized_end=811
-  _globals['_TOOLRESULT']._serialized_start=814
-  _globals['_TOOLRESULT']._serialized_end=1062
+  _globals['_PARAMETERTYPE']._serialized_start=1759
+  _globals['_PARAMETERTYPE']._serialized_end=1969
+  _globals['_SAFETYTIER']._serialized_start=1972
+  _globals['_SAFETYTIER']._serialized_end=2100
+  _globals['_ERRORCODE']._serialized_start=2103
+  _globals['_ERRORCODE']._serialized_end=2421
+  _globals['_RUNTIME']._serialized_start=2423
+  _globals['_RUNTIME']._serialized_end=2515
+  _globals['_APPROVALSTATE']._serialized_start=2518
+  _globals['_APPROVALSTATE']._serialized_end=2702
+  _globals['_TOOLPARAMETER']._serialized_start=135
+  _globals['_TOOLPARAMETER']._serialized_end=312
+  _globals['_TOOLDEFINITION']._serialized_start=315
+  _globals['_TOOLDEFINITION']._serialized_end=851
+  _globals['_TOOLDEFINITION_LABELSENTRY']._serialized_start=806
+  _globals['_TOOLDEFINITION_LABELSENTRY']._serialized_end=851
+  _globals['_CALLCONTEXT']._serialized_start=853
+  _globals['_CALLCONTEXT']._serialized_end=922
+  _globals['_TOOLRESULT']._serialized_start=925
+  _globals['_TOOLRESULT']._serialized_end=1289
+  _globals['_SANDBOXPLACEMENT']._serialized_start=1291
+  _globals['_SANDBOXPLACEMENT']._serialized_end=1393
+  _globals['_APPROVALTICKET']._serialized_start=1396
+  _globals['_APPROVALTICKET']._serialized_end=1756
 # @@protoc_insertion_point(module_scope)

@@ -2,6 +2,7 @@ import datetime
 
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -40,6 +41,22 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ERROR_CODE_PROVIDER_UNAVAILABLE: _ClassVar[ErrorCode]
     ERROR_CODE_RESOURCE_EXHAUSTED: _ClassVar[ErrorCode]
     ERROR_CODE_CANCELLED: _ClassVar[ErrorCode]
+
+class Runtime(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RUNTIME_UNSPECIFIED: _ClassVar[Runtime]
+    RUNTIME_HOST: _ClassVar[Runtime]
+    RUNTIME_DENO: _ClassVar[Runtime]
+    RUNTIME_PROVIDER: _ClassVar[Runtime]
+
+class ApprovalState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_STATE_UNSPECIFIED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_PENDING: _ClassVar[ApprovalState]
+    APPROVAL_STATE_APPROVED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_DENIED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_USED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_EXPIRED: _ClassVar[ApprovalState]
 PARAMETER_TYPE_UNSPECIFIED: ParameterType
 PARAMETER_TYPE_STRING: ParameterType
 PARAMETER_TYPE_NUMBER: ParameterType
@@ -61,6 +78,16 @@ ERROR_CODE_HANDLER_ERROR: ErrorCode
 ERROR_CODE_PROVIDER_UNAVAILABLE: ErrorCode
 ERROR_CODE_RESOURCE_EXHAUSTED: ErrorCode
 ERROR_CODE_CANCELLED: ErrorCode
+RUNTIME_UNSPECIFIED: Runtime
+RUNTIME_HOST: Runtime
+RUNTIME_DENO: Runtime
+RUNTIME_PROVIDER: Runtime
+APPROVAL_STATE_UNSPECIFIED: ApprovalState
+APPROVAL_STATE_PENDING: ApprovalState
+APPROVAL_STATE_APPROVED: ApprovalState
+APPROVAL_STATE_DENIED: ApprovalState
+APPROVAL_STATE_USED: ApprovalState
+APPROVAL_STATE_EXPIRED: ApprovalState
 
 class ToolParameter(_message.Message):
     __slots__ = ("name", "type", "description", "required", "enum_values", "json_schema")
@@ -79,7 +106,7 @@ class ToolParameter(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[ParameterType, str]] = ..., description: _Optional[str] = ..., required: _Optional[bool] = ..., enum_values: _Optional[_Iterable[str]] = ..., json_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
-    __slots__ = ("name", "description", "parameters", "input_schema", "output_schema", "safety_tier", "group", "timeout", "labels", "input_schema_json", "output_schema_json")
+    __slots__ = ("name", "description", "parameters", "input_schema", "output_schema", "safety_tier", "group", "timeout", "labels", "input_schema_json", "output_schema_json", "requires_approval", "command_argument", "max_concurrency")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +125,9 @@ class ToolDefinition(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    REQUIRES_APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_ARGUMENT_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     parameters: _containers.RepeatedCompositeFieldContainer[ToolParameter]
@@ -109,7 +139,10 @@ class ToolDefinition(_message.Message):
     labels: _containers.ScalarMap[str, str]
     input_schema_json: str
     output_schema_json: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Iterable[_Union[ToolParameter, _Mapping]]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., safety_tier: _Optional[_Union[SafetyTier, str]] = ..., group: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ...) -> None: ...
+    requires_approval: bool
+    command_argument: str
+    max_concurrency: int
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Iterable[_Union[ToolParameter, _Mapping]]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., safety_tier: _Optional[_Union[SafetyTier, str]] = ..., group: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., requires_approval: _Optional[bool] = ..., command_argument: _Optional[str] = ..., max_concurrency: _Optional[int] = ...) -> None: ...
 
 class CallContext(_message.Message):
     __slots__ = ("caller_id", "session_id", "user_id")
@@ -122,7 +155,7 @@ class CallContext(_message.Message):
     def __init__(self, caller_id: _Optional[str] = ..., session_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
 
 class ToolResult(_message.Message):
-    __slots__ = ("success", "output", "error", "error_code", "structured_output", "duration", "truncated", "original_size_bytes")
+    __slots__ = ("success", "output", "error", "error_code", "structured_output", "duration", "truncated", "original_size_bytes", "approval", "sandbox", "policy_rule")
     SUCCESS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +164,9 @@ class ToolResult(_message.Message):
     DURATION_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    POLICY_RULE_FIELD_NUMBER: _ClassVar[int]
     success: bool
     output: str
     error: str
@@ -139,4 +175,45 @@ class ToolResult(_message.Message):
     duration: _duration_pb2.Duration
     truncated: bool
     original_size_bytes: int
-    def __init__(self, success: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., error_code: _Optional[_Union[ErrorCode, str]] = ..., structured_output: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., truncated: _Optional[bool] = ..., original_size_bytes: _Optional[int] = ...) -> None: ...
+    approval: ApprovalTicket
+    sandbox: SandboxPlacement
+    policy_rule: str
+    def __init__(self, success: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., error_code: _Optional[_Union[ErrorCode, str]] = ..., structured_output: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., truncated: _Optional[bool] = ..., original_size_bytes: _Optional[int] = ..., approval: _Optional[_Union[ApprovalTicket, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxPlacement, _Mapping]] = ..., policy_rule: _Optional[str] = ...) -> None: ...
+
+class SandboxPlacement(_message.Message):
+    __slots__ = ("runtime", "network", "memory_limit_bytes")
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    runtime: Runtime
+    network: bool
+    memory_limit_bytes: int
+    def __init__(self, runtime: _Optional[_Union[Runtime, str]] = ..., network: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ...) -> None: ...
+
+class ApprovalTicket(_message.Message):
+    __slots__ = ("ticket_id", "tool_name", "arguments_json", "summary", "requested_by", "reason", "state", "created_at", "expires_at", "decided_by", "decision_reason", "context")
+    TICKET_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    DECISION_REASON_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    ticket_id: str
+    tool_name: str
+    arguments_json: str
+    summary: str
+    requested_by: str
+    reason: str
+    state: ApprovalState
+    created_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    decided_by: str
+    decision_reason: str
+    context: CallContext
+    def __init__(self, ticket_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., summary: _Optional[str] = ..., requested_by: _Optional[str] = ..., reason: _Optional[str] = ..., state: _Optional[_Union[ApprovalState, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., decided_by: _Optional[str] = ..., decision_reason: _Optional[str] = ..., context: _Optional[_Union[CallContext, _Mapping]] = ...) -> None: ...

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { CallContext, SafetyTier, ToolDefinition, ToolResult } from "./tool_pb.ts";
+import type { ApprovalTicket, CallContext, SafetyTier, ToolDefinition, ToolResult } from "./tool_pb.ts";
 import { file_toolwire_v1_tool } from "./tool_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolwire/v1/registry_service.proto.
  */
 export const file_toolwire_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0b29sd2lyZS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgt0b29sd2lyZS52MSJXCg9SZWdpc3RlclJlcXVlc3QSLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uEhMKC3Byb3ZpZGVyX2lkGAIgASgJIkMKEFJlZ2lzdGVyUmVzcG9uc2USLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uIiEKEVVucmVnaXN0ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiFAoSVW5yZWdpc3RlclJlc3BvbnNlIoYBCgtMaXN0UmVxdWVzdBINCgVncm91cBgBIAEoCRIsCgtzYWZldHlfdGllchgCIAEoDjIXLnRvb2x3aXJlLnYxLlNhZmV0eVRpZXISEwoLbmFtZV9wcmVmaXgYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiewoMTGlzdFJlc3BvbnNlEioKBXRvb2xzGAEgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhgKEHJlZ2lzdHJ5X3ZlcnNpb24YAyABKAQSDAoEZXRhZxgEIAEoCSIOCgxXYXRjaFJlcXVlc3QisAEKDVdhdGNoUmVzcG9uc2USGAoQcmVnaXN0cnlfdmVyc2lvbhgBIAEoBBIsCgRraW5kGAIgASgOMh4udG9vbHdpcmUudjEuUmVnaXN0cnlFdmVudEtpbmQSEQoJdG9vbF9uYW1lGAMgASgJEi8KCmRlZmluaXRpb24YBCABKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbhITCgtwcm92aWRlcl9pZBgFIAEoCSJiCg9EaXNwYXRjaFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRIpCgdjb250ZXh0GAMgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQiOwoQRGlzcGF0Y2hSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IiUKFEdlbmVyYXRlU3R1YnNSZXF1ZXN0Eg0KBW5hbWVzGAEgAygJIisKFUdlbmVyYXRlU3R1YnNSZXNwb25zZRISCgp0eXBlc2NyaXB0GAEgASgJIk4KE1RvTW9kZWxUb29sc1JlcXVlc3QSKAoGZm9ybWF0GAEgASgOMhgudG9vbHdpcmUudjEuTW9kZWxGb3JtYXQSDQoFbmFtZXMYAiADKAkiPgoKRGlhZ25vc3RpYxIRCgl0b29sX25hbWUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIlgKFFRvTW9kZWxUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSLAoLZGlhZ25vc3RpY3MYAiADKAsyFy50b29sd2lyZS52MS5EaWFnbm9zdGljInIKDlByb3ZpZGVSZXF1ZXN0EisKBWhlbGxvGAEgASgLMhoudG9vbHdpcmUudjEuUHJvdmlkZXJIZWxsb0gAEisKB291dGNvbWUYAiABKAsyGC50b29sd2lyZS52MS5DYWxsT3V0Y29tZUgAQgYKBGtpbmQiUgoNUHJvdmlkZXJIZWxsbxIVCg1wcm92aWRlcl9uYW1lGAEgASgJEioKBXRvb2xzGAIgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24iRwoLQ2FsbE91dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IqUBCg9Qcm92aWRlUmVzcG9uc2USMQoIYWNjZXB0ZWQYASABKAsyHS50b29sd2lyZS52MS5Qcm92aWRlckFjY2VwdGVkSAASJgoEY2FsbBgCIAEoCzIWLnRvb2x3aXJlLnYxLkNhbGxPcmRlckgAEi8KCWNhbmNlbGxlZBgDIAEoCzIaLnRvb2x3aXJlLnYxLkNhbGxDYW5jZWxsZWRIAEIGCgRraW5kIlMKEFByb3ZpZGVyQWNjZXB0ZWQSEwoLcHJvdmlkZXJfaWQYASABKAkSKgoFdG9vbHMYAiADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbiKZAQoJQ2FsbE9yZGVyEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIpCgdjb250ZXh0GAQgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQSKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIgCg1DYWxsQ2FuY2VsbGVkEg8KB2NhbGxfaWQYASABKAkq0QEKEVJlZ2lzdHJ5RXZlbnRLaW5kEiMKH1JFR0lTVFJZX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIeChpSRUdJU1RSWV9FVkVOVF9LSU5EX1NZTkNFRBABEiIKHlJFR0lTVFJZX0VWRU5UX0tJTkRfVE9PTF9BRERFRBACEiQKIFJFR0lTVFJZX0VWRU5UX0tJTkRfVE9PTF9SRU1PVkVEEAMSLQopUkVHSVNUUllfRVZFTlRfS0lORF9QUk9WSURFUl9ESVNDT05ORUNURUQQBCq3AQoLTW9kZWxGb3JtYXQSHAoYTU9ERUxfRk9STUFUX1VOU1BFQ0lGSUVEEAASGgoWTU9ERUxfRk9STUFUX0FOVEhST1BJQxABEhwKGE1PREVMX0ZPUk1BVF9PUEVOQUlfQ0hBVBACEiEKHU1PREVMX0ZPUk1BVF9PUEVOQUlfUkVTUE9OU0VTEAMSFwoTTU9ERUxfRk9STUFUX0dFTUlOSRAEEhQKEE1PREVMX0ZPUk1BVF9NQ1AQBTLoBAoPUmVnaXN0cnlTZXJ2aWNlEkcKCFJlZ2lzdGVyEhwudG9vbHdpcmUudjEuUmVnaXN0ZXJSZXF1ZXN0Gh0udG9vbHdpcmUudjEuUmVnaXN0ZXJSZXNwb25zZRJNCgpVbnJlZ2lzdGVyEh4udG9vbHdpcmUudjEuVW5yZWdpc3RlclJlcXVlc3QaHy50b29sd2lyZS52MS5VbnJlZ2lzdGVyUmVzcG9uc2USOwoETGlzdBIYLnRvb2x3aXJlLnYxLkxpc3RSZXF1ZXN0GhkudG9vbHdpcmUudjEuTGlzdFJlc3BvbnNlEkcKCERpc3BhdGNoEhwudG9vbHdpcmUudjEuRGlzcGF0Y2hSZXF1ZXN0Gh0udG9vbHdpcmUudjEuRGlzcGF0Y2hSZXNwb25zZRJWCg1HZW5lcmF0ZVN0dWJzEiEudG9vbHdpcmUudjEuR2VuZXJhdGVTdHVic1JlcXVlc3QaIi50b29sd2lyZS52MS5HZW5lcmF0ZVN0dWJzUmVzcG9uc2USUwoMVG9Nb2RlbFRvb2xzEiAudG9vbHdpcmUudjEuVG9Nb2RlbFRvb2xzUmVxdWVzdBohLnRvb2x3aXJlLnYxLlRvTW9kZWxUb29sc1Jlc3BvbnNlEkgKB1Byb3ZpZGUSGy50b29sd2lyZS52MS5Qcm92aWRlUmVxdWVzdBocLnRvb2x3aXJlLnYxLlByb3ZpZGVSZXNwb25zZSgBMAESQAoFV2F0Y2gSGS50b29sd2lyZS52MS5XYXRjaFJlcXVlc3QaGi50b29sd2lyZS52MS5XYXRjaFJlc3BvbnNlMAFiBnByb3RvMw", [file_google_protobuf_duration, file_toolwire_v1_tool]);
+  fileDesc("CiJ0b29sd2lyZS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgt0b29sd2lyZS52MSJoCg9SZWdpc3RlclJlcXVlc3QSLwoKZGVmaW5pdGlvbhgBIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uEhMKC3Byb3ZpZGVyX2lkGAIgASgJEg8KB3JlcGxhY2UYAyABKAgiQwoQUmVnaXN0ZXJSZXNwb25zZRIvCgpkZWZpbml0aW9uGAEgASgLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24iIQoRVW5yZWdpc3RlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIUChJVbnJlZ2lzdGVyUmVzcG9uc2UihgEKC0xpc3RSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEiwKC3NhZmV0eV90aWVyGAIgASgOMhcudG9vbHdpcmUudjEuU2FmZXR5VGllchITCgtuYW1lX3ByZWZpeBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCSJ7CgxMaXN0UmVzcG9uc2USKgoFdG9vbHMYASADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSGAoQcmVnaXN0cnlfdmVyc2lvbhgDIAEoBBIMCgRldGFnGAQgASgJIg4KDFdhdGNoUmVxdWVzdCKwAQoNV2F0Y2hSZXNwb25zZRIYChByZWdpc3RyeV92ZXJzaW9uGAEgASgEEiwKBGtpbmQYAiABKA4yHi50b29sd2lyZS52MS5SZWdpc3RyeUV2ZW50S2luZBIRCgl0b29sX25hbWUYAyABKAkSLwoKZGVmaW5pdGlvbhgEIAEoCzIbLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uEhMKC3Byb3ZpZGVyX2lkGAUgASgJInsKD0Rpc3BhdGNoUmVxdWVzdBIMCgRuYW1lGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJEikKB2NvbnRleHQYAyABKAsyGC50b29sd2lyZS52MS5DYWxsQ29udGV4dBIXCg9hcHByb3ZhbF90aWNrZXQYBCABKAkiOwoQRGlzcGF0Y2hSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IiUKFEdlbmVyYXRlU3R1YnNSZXF1ZXN0Eg0KBW5hbWVzGAEgAygJIisKFUdlbmVyYXRlU3R1YnNSZXNwb25zZRISCgp0eXBlc2NyaXB0GAEgASgJIk4KE1RvTW9kZWxUb29sc1JlcXVlc3QSKAoGZm9ybWF0GAEgASgOMhgudG9vbHdpcmUudjEuTW9kZWxGb3JtYXQSDQoFbmFtZXMYAiADKAkiPgoKRGlhZ25vc3RpYxIRCgl0b29sX25hbWUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIlgKFFRvTW9kZWxUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSLAoLZGlhZ25vc3RpY3MYAiADKAsyFy50b29sd2lyZS52MS5EaWFnbm9zdGljInIKDlByb3ZpZGVSZXF1ZXN0EisKBWhlbGxvGAEgASgLMhoudG9vbHdpcmUudjEuUHJvdmlkZXJIZWxsb0gAEisKB291dGNvbWUYAiABKAsyGC50b29sd2lyZS52MS5DYWxsT3V0Y29tZUgAQgYKBGtpbmQiUgoNUHJvdmlkZXJIZWxsbxIVCg1wcm92aWRlcl9uYW1lGAEgASgJEioKBXRvb2xzGAIgAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb24iRwoLQ2FsbE91dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IqUBCg9Qcm92aWRlUmVzcG9uc2USMQoIYWNjZXB0ZWQYASABKAsyHS50b29sd2lyZS52MS5Qcm92aWRlckFjY2VwdGVkSAASJgoEY2FsbBgCIAEoCzIWLnRvb2x3aXJlLnYxLkNhbGxPcmRlckgAEi8KCWNhbmNlbGxlZBgDIAEoCzIaLnRvb2x3aXJlLnYxLkNhbGxDYW5jZWxsZWRIAEIGCgRraW5kIlMKEFByb3ZpZGVyQWNjZXB0ZWQSEwoLcHJvdmlkZXJfaWQYASABKAkSKgoFdG9vbHMYAiADKAsyGy50b29sd2lyZS52MS5Ub29sRGVmaW5pdGlvbiKZAQoJQ2FsbE9yZGVyEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIpCgdjb250ZXh0GAQgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQSKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIgCg1DYWxsQ2FuY2VsbGVkEg8KB2NhbGxfaWQYASABKAkiaAoURGlzcGF0Y2hCYXRjaFJlcXVlc3QSJQoFY2FsbHMYASADKAsyFi50b29sd2lyZS52MS5CYXRjaENhbGwSKQoHY29udGV4dBgCIAEoCzIYLnRvb2x3aXJlLnYxLkNhbGxDb250ZXh0IlsKCUJhdGNoQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSFwoPYXBwcm92YWxfdGlja2V0GAQgASgJIkIKFURpc3BhdGNoQmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhgudG9vbHdpcmUudjEuQmF0Y2hSZXN1bHQiRwoLQmF0Y2hSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy50b29sd2lyZS52MS5Ub29sUmVzdWx0IkUKDkFwcHJvdmVSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIcmVtZW1iZXIYAyABKAgiPgoPQXBwcm92ZVJlc3BvbnNlEisKBnRpY2tldBgBIAEoCzIbLnRvb2x3aXJlLnYxLkFwcHJvdmFsVGlja2V0IjAKC0RlbnlSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiOwoMRGVueVJlc3BvbnNlEisKBnRpY2tldBgBIAEoCzIbLnRvb2x3aXJlLnYxLkFwcHJvdmFsVGlja2V0IhcKFVdhdGNoQXBwcm92YWxzUmVxdWVzdCJFChZXYXRjaEFwcHJvdmFsc1Jlc3BvbnNlEisKBnRpY2tldBgBIAEoCzIbLnRvb2x3aXJlLnYxLkFwcHJvdmFsVGlja2V0KtEBChFSZWdpc3RyeUV2ZW50S2luZBIjCh9SRUdJU1RSWV9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASHgoaUkVHSVNUUllfRVZFTlRfS0lORF9TWU5DRUQQARIiCh5SRUdJU1RSWV9FVkVOVF9LSU5EX1RPT0xfQURERUQQAhIkCiBSRUdJU1RSWV9FVkVOVF9LSU5EX1RPT0xfUkVNT1ZFRBADEi0KKVJFR0lTVFJZX0VWRU5UX0tJTkRfUFJPVklERVJfRElTQ09OTkVDVEVEEAQqtwEKC01vZGVsRm9ybWF0EhwKGE1PREVMX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFk1PREVMX0ZPUk1BVF9BTlRIUk9QSUMQARIcChhNT0RFTF9GT1JNQVRfT1BFTkFJX0NIQVQQAhIhCh1NT0RFTF9GT1JNQVRfT1BFTkFJX1JFU1BPTlNFUxADEhcKE01PREVMX0ZPUk1BVF9HRU1JTkkQBBIUChBNT0RFTF9GT1JNQVRfTUNQEAUyoAcKD1JlZ2lzdHJ5U2VydmljZRJHCghSZWdpc3RlchIcLnRvb2x3aXJlLnYxLlJlZ2lzdGVyUmVxdWVzdBodLnRvb2x3aXJlLnYxLlJlZ2lzdGVyUmVzcG9uc2USTQoKVW5yZWdpc3RlchIeLnRvb2x3aXJlLnYxLlVucmVnaXN0ZXJSZXF1ZXN0Gh8udG9vbHdpcmUudjEuVW5yZWdpc3RlclJlc3BvbnNlEjsKBExpc3QSGC50b29sd2lyZS52MS5MaXN0UmVxdWVzdBoZLnRvb2x3aXJlLnYxLkxpc3RSZXNwb25zZRJHCghEaXNwYXRjaBIcLnRvb2x3aXJlLnYxLkRpc3BhdGNoUmVxdWVzdBodLnRvb2x3aXJlLnYxLkRpc3BhdGNoUmVzcG9uc2USVgoNR2VuZXJhdGVTdHVicxIhLnRvb2x3aXJlLnYxLkdlbmVyYXRlU3R1YnNSZXF1ZXN0GiIudG9vbHdpcmUudjEuR2VuZXJhdGVTdHVic1Jlc3BvbnNlElMKDFRvTW9kZWxUb29scxIgLnRvb2x3aXJlLnYxLlRvTW9kZWxUb29sc1JlcXVlc3QaIS50b29sd2lyZS52MS5Ub01vZGVsVG9vbHNSZXNwb25zZRJICgdQcm92aWRlEhsudG9vbHdpcmUudjEuUHJvdmlkZVJlcXVlc3QaHC50b29sd2lyZS52MS5Qcm92aWRlUmVzcG9uc2UoATABEkAKBVdhdGNoEhkudG9vbHdpcmUudjEuV2F0Y2hSZXF1ZXN0GhoudG9vbHdpcmUudjEuV2F0Y2hSZXNwb25zZTABElYKDURpc3BhdGNoQmF0Y2gSIS50b29sd2lyZS52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBoiLnRvb2x3aXJlLnYxLkRpc3BhdGNoQmF0Y2hSZXNwb25zZRJECgdBcHByb3ZlEhsudG9vbHdpcmUudjEuQXBwcm92ZVJlcXVlc3QaHC50b29sd2lyZS52MS5BcHByb3ZlUmVzcG9uc2USOwoERGVueRIYLnRvb2x3aXJlLnYxLkRlbnlSZXF1ZXN0GhkudG9vbHdpcmUudjEuRGVueVJlc3BvbnNlElsKDldhdGNoQXBwcm92YWxzEiIudG9vbHdpcmUudjEuV2F0Y2hBcHByb3ZhbHNSZXF1ZXN0GiMudG9vbHdpcmUudjEuV2F0Y2hBcHByb3ZhbHNSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_duration, file_toolwire_v1_tool]);
 
 /**
  * @generated from message toolwire.v1.RegisterRequest
@@ -31,6 +31,15 @@ export type RegisterRequest = Message<"toolwire.v1.RegisterRequest"> & {
    * @generated from field: string provider_id = 2;
    */
   providerId: string;
+
+  /**
+   * Replace a tool of the same name that this principal registered before
+   * (e.g. from a previous connection). Another principal's tool is never
+   * replaced.
+   *
+   * @generated from field: bool replace = 3;
+   */
+  replace: boolean;
 };
 
 /**
@@ -244,6 +253,14 @@ export type DispatchRequest = Message<"toolwire.v1.DispatchRequest"> & {
    * @generated from field: toolwire.v1.CallContext context = 3;
    */
   context?: CallContext | undefined;
+
+  /**
+   * An approved ticket for exactly this call, from a result that was
+   * APPROVAL_REQUIRED; it is spent by this dispatch.
+   *
+   * @generated from field: string approval_ticket = 4;
+   */
+  approvalTicket: string;
 };
 
 /**
@@ -587,6 +604,221 @@ export const CallCancelledSchema: GenMessage<CallCancelled> = /*@__PURE__*/
   messageDesc(file_toolwire_v1_registry_service, 21);
 
 /**
+ * @generated from message toolwire.v1.DispatchBatchRequest
+ */
+export type DispatchBatchRequest = Message<"toolwire.v1.DispatchBatchRequest"> & {
+  /**
+   * @generated from field: repeated toolwire.v1.BatchCall calls = 1;
+   */
+  calls: BatchCall[];
+
+  /**
+   * The context of every call in the batch.
+   *
+   * @generated from field: toolwire.v1.CallContext context = 2;
+   */
+  context?: CallContext | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.DispatchBatchRequest.
+ * Use `create(DispatchBatchRequestSchema)` to create a new message.
+ */
+export const DispatchBatchRequestSchema: GenMessage<DispatchBatchRequest> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 22);
+
+/**
+ * @generated from message toolwire.v1.BatchCall
+ */
+export type BatchCall = Message<"toolwire.v1.BatchCall"> & {
+  /**
+   * The model's id for the call, echoed in its result.
+   *
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string arguments_json = 3;
+   */
+  argumentsJson: string;
+
+  /**
+   * @generated from field: string approval_ticket = 4;
+   */
+  approvalTicket: string;
+};
+
+/**
+ * Describes the message toolwire.v1.BatchCall.
+ * Use `create(BatchCallSchema)` to create a new message.
+ */
+export const BatchCallSchema: GenMessage<BatchCall> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 23);
+
+/**
+ * @generated from message toolwire.v1.DispatchBatchResponse
+ */
+export type DispatchBatchResponse = Message<"toolwire.v1.DispatchBatchResponse"> & {
+  /**
+   * One per call, in request order.
+   *
+   * @generated from field: repeated toolwire.v1.BatchResult results = 1;
+   */
+  results: BatchResult[];
+};
+
+/**
+ * Describes the message toolwire.v1.DispatchBatchResponse.
+ * Use `create(DispatchBatchResponseSchema)` to create a new message.
+ */
+export const DispatchBatchResponseSchema: GenMessage<DispatchBatchResponse> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 24);
+
+/**
+ * @generated from message toolwire.v1.BatchResult
+ */
+export type BatchResult = Message<"toolwire.v1.BatchResult"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: toolwire.v1.ToolResult result = 2;
+   */
+  result?: ToolResult | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.BatchResult.
+ * Use `create(BatchResultSchema)` to create a new message.
+ */
+export const BatchResultSchema: GenMessage<BatchResult> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 25);
+
+/**
+ * @generated from message toolwire.v1.ApproveRequest
+ */
+export type ApproveRequest = Message<"toolwire.v1.ApproveRequest"> & {
+  /**
+   * @generated from field: string ticket_id = 1;
+   */
+  ticketId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * For a command-running tool: also add the exact command to the exec
+   * allowlist, so the same command runs without approval from now on.
+   *
+   * @generated from field: bool remember = 3;
+   */
+  remember: boolean;
+};
+
+/**
+ * Describes the message toolwire.v1.ApproveRequest.
+ * Use `create(ApproveRequestSchema)` to create a new message.
+ */
+export const ApproveRequestSchema: GenMessage<ApproveRequest> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 26);
+
+/**
+ * @generated from message toolwire.v1.ApproveResponse
+ */
+export type ApproveResponse = Message<"toolwire.v1.ApproveResponse"> & {
+  /**
+   * @generated from field: toolwire.v1.ApprovalTicket ticket = 1;
+   */
+  ticket?: ApprovalTicket | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.ApproveResponse.
+ * Use `create(ApproveResponseSchema)` to create a new message.
+ */
+export const ApproveResponseSchema: GenMessage<ApproveResponse> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 27);
+
+/**
+ * @generated from message toolwire.v1.DenyRequest
+ */
+export type DenyRequest = Message<"toolwire.v1.DenyRequest"> & {
+  /**
+   * @generated from field: string ticket_id = 1;
+   */
+  ticketId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message toolwire.v1.DenyRequest.
+ * Use `create(DenyRequestSchema)` to create a new message.
+ */
+export const DenyRequestSchema: GenMessage<DenyRequest> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 28);
+
+/**
+ * @generated from message toolwire.v1.DenyResponse
+ */
+export type DenyResponse = Message<"toolwire.v1.DenyResponse"> & {
+  /**
+   * @generated from field: toolwire.v1.ApprovalTicket ticket = 1;
+   */
+  ticket?: ApprovalTicket | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.DenyResponse.
+ * Use `create(DenyResponseSchema)` to create a new message.
+ */
+export const DenyResponseSchema: GenMessage<DenyResponse> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 29);
+
+/**
+ * @generated from message toolwire.v1.WatchApprovalsRequest
+ */
+export type WatchApprovalsRequest = Message<"toolwire.v1.WatchApprovalsRequest"> & {
+};
+
+/**
+ * Describes the message toolwire.v1.WatchApprovalsRequest.
+ * Use `create(WatchApprovalsRequestSchema)` to create a new message.
+ */
+export const WatchApprovalsRequestSchema: GenMessage<WatchApprovalsRequest> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 30);
+
+/**
+ * @generated from message toolwire.v1.WatchApprovalsResponse
+ */
+export type WatchApprovalsResponse = Message<"toolwire.v1.WatchApprovalsResponse"> & {
+  /**
+   * @generated from field: toolwire.v1.ApprovalTicket ticket = 1;
+   */
+  ticket?: ApprovalTicket | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.WatchApprovalsResponse.
+ * Use `create(WatchApprovalsResponseSchema)` to create a new message.
+ */
+export const WatchApprovalsResponseSchema: GenMessage<WatchApprovalsResponse> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_registry_service, 31);
+
+/**
  * @generated from enum toolwire.v1.RegistryEventKind
  */
 export enum RegistryEventKind {
@@ -758,6 +990,48 @@ export const RegistryService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRequestSchema;
     output: typeof WatchResponseSchema;
+  },
+  /**
+   * The tool calls a model emitted in one turn. Consecutive read-only calls
+   * run concurrently; every other call runs alone, in the given order.
+   * Results come back in request order.
+   *
+   * @generated from rpc toolwire.v1.RegistryService.DispatchBatch
+   */
+  dispatchBatch: {
+    methodKind: "unary";
+    input: typeof DispatchBatchRequestSchema;
+    output: typeof DispatchBatchResponseSchema;
+  },
+  /**
+   * Resolves an approval ticket (scope `admin`). An approved ticket lets its
+   * call run once, when the requester dispatches it again with the ticket.
+   *
+   * @generated from rpc toolwire.v1.RegistryService.Approve
+   */
+  approve: {
+    methodKind: "unary";
+    input: typeof ApproveRequestSchema;
+    output: typeof ApproveResponseSchema;
+  },
+  /**
+   * @generated from rpc toolwire.v1.RegistryService.Deny
+   */
+  deny: {
+    methodKind: "unary";
+    input: typeof DenyRequestSchema;
+    output: typeof DenyResponseSchema;
+  },
+  /**
+   * Approval tickets as they change (scope `admin`), for a UI or an operator:
+   * first every pending ticket, then each new, decided, used or expired one.
+   *
+   * @generated from rpc toolwire.v1.RegistryService.WatchApprovals
+   */
+  watchApprovals: {
+    methodKind: "server_streaming";
+    input: typeof WatchApprovalsRequestSchema;
+    output: typeof WatchApprovalsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolwire_v1_registry_service, 0);

@@ -4,15 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Duration, Value } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file toolwire/v1/tool.proto.
  */
 export const file_toolwire_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0b29sd2lyZS92MS90b29sLnByb3RvEgt0b29sd2lyZS52MSKxAQoNVG9vbFBhcmFtZXRlchIMCgRuYW1lGAEgASgJEigKBHR5cGUYAiABKA4yGi50b29sd2lyZS52MS5QYXJhbWV0ZXJUeXBlEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCHJlcXVpcmVkGAQgASgIEhMKC2VudW1fdmFsdWVzGAUgAygJEiwKC2pzb25fc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCLKAwoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIuCgpwYXJhbWV0ZXJzGAMgAygLMhoudG9vbHdpcmUudjEuVG9vbFBhcmFtZXRlchItCgxpbnB1dF9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC3NhZmV0eV90aWVyGAYgASgOMhcudG9vbHdpcmUudjEuU2FmZXR5VGllchINCgVncm91cBgHIAEoCRIqCgd0aW1lb3V0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjcKBmxhYmVscxgJIAMoCzInLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uLkxhYmVsc0VudHJ5EhkKEWlucHV0X3NjaGVtYV9qc29uGAogASgJEhoKEm91dHB1dF9zY2hlbWFfanNvbhgLIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkUKC0NhbGxDb250ZXh0EhEKCWNhbGxlcl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAki+AEKClRvb2xSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBIOCgZvdXRwdXQYAiABKAkSDQoFZXJyb3IYAyABKAkSKgoKZXJyb3JfY29kZRgEIAEoDjIWLnRvb2x3aXJlLnYxLkVycm9yQ29kZRIxChFzdHJ1Y3R1cmVkX291dHB1dBgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgl0cnVuY2F0ZWQYByABKAgSGwoTb3JpZ2luYWxfc2l6ZV9ieXRlcxgIIAEoBCrSAQoNUGFyYW1ldGVyVHlwZRIeChpQQVJBTUVURVJfVFlQRV9VTlNQRUNJRklFRBAAEhkKFVBBUkFNRVRFUl9UWVBFX1NUUklORxABEhkKFVBBUkFNRVRFUl9UWVBFX05VTUJFUhACEhoKFlBBUkFNRVRFUl9UWVBFX0lOVEVHRVIQAxIaChZQQVJBTUVURVJfVFlQRV9CT09MRUFOEAQSGQoVUEFSQU1FVEVSX1RZUEVfT0JKRUNUEAUSGAoUUEFSQU1FVEVSX1RZUEVfQVJSQVkQBiqAAQoKU2FmZXR5VGllchIbChdTQUZFVFlfVElFUl9VTlNQRUNJRklFRBAAEhkKFVNBRkVUWV9USUVSX1JFQURfT05MWRABEh4KGlNBRkVUWV9USUVSX1NJREVfRUZGRUNUSU5HEAISGgoWU0FGRVRZX1RJRVJfUFJJVklMRUdFRBADKr4CCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhgKFEVSUk9SX0NPREVfTk9UX0ZPVU5EEAESIAocRVJST1JfQ09ERV9JTlZBTElEX0FSR1VNRU5UUxACEh8KG0VSUk9SX0NPREVfREVOSUVEX0JZX1BPTElDWRADEiAKHEVSUk9SX0NPREVfQVBQUk9WQUxfUkVRVUlSRUQQBBIWChJFUlJPUl9DT0RFX1RJTUVPVVQQBRIcChhFUlJPUl9DT0RFX0hBTkRMRVJfRVJST1IQBhIjCh9FUlJPUl9DT0RFX1BST1ZJREVSX1VOQVZBSUxBQkxFEAcSIQodRVJST1JfQ09ERV9SRVNPVVJDRV9FWEhBVVNURUQQCBIYChRFUlJPUl9DT0RFX0NBTkNFTExFRBAJYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct]);
+  fileDesc("ChZ0b29sd2lyZS92MS90b29sLnByb3RvEgt0b29sd2lyZS52MSKxAQoNVG9vbFBhcmFtZXRlchIMCgRuYW1lGAEgASgJEigKBHR5cGUYAiABKA4yGi50b29sd2lyZS52MS5QYXJhbWV0ZXJUeXBlEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCHJlcXVpcmVkGAQgASgIEhMKC2VudW1fdmFsdWVzGAUgAygJEiwKC2pzb25fc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKYBAoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIuCgpwYXJhbWV0ZXJzGAMgAygLMhoudG9vbHdpcmUudjEuVG9vbFBhcmFtZXRlchItCgxpbnB1dF9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC3NhZmV0eV90aWVyGAYgASgOMhcudG9vbHdpcmUudjEuU2FmZXR5VGllchINCgVncm91cBgHIAEoCRIqCgd0aW1lb3V0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjcKBmxhYmVscxgJIAMoCzInLnRvb2x3aXJlLnYxLlRvb2xEZWZpbml0aW9uLkxhYmVsc0VudHJ5EhkKEWlucHV0X3NjaGVtYV9qc29uGAogASgJEhoKEm91dHB1dF9zY2hlbWFfanNvbhgLIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgMIAEoCBIYChBjb21tYW5kX2FyZ3VtZW50GA0gASgJEhcKD21heF9jb25jdXJyZW5jeRgOIAEoDRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkUKC0NhbGxDb250ZXh0EhEKCWNhbGxlcl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAki7AIKClRvb2xSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBIOCgZvdXRwdXQYAiABKAkSDQoFZXJyb3IYAyABKAkSKgoKZXJyb3JfY29kZRgEIAEoDjIWLnRvb2x3aXJlLnYxLkVycm9yQ29kZRIxChFzdHJ1Y3R1cmVkX291dHB1dBgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgl0cnVuY2F0ZWQYByABKAgSGwoTb3JpZ2luYWxfc2l6ZV9ieXRlcxgIIAEoBBItCghhcHByb3ZhbBgJIAEoCzIbLnRvb2x3aXJlLnYxLkFwcHJvdmFsVGlja2V0Ei4KB3NhbmRib3gYCiABKAsyHS50b29sd2lyZS52MS5TYW5kYm94UGxhY2VtZW50EhMKC3BvbGljeV9ydWxlGAsgASgJImYKEFNhbmRib3hQbGFjZW1lbnQSJQoHcnVudGltZRgBIAEoDjIULnRvb2x3aXJlLnYxLlJ1bnRpbWUSDwoHbmV0d29yaxgCIAEoCBIaChJtZW1vcnlfbGltaXRfYnl0ZXMYAyABKAQi6AIKDkFwcHJvdmFsVGlja2V0EhEKCXRpY2tldF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSDgoGcmVhc29uGAYgASgJEikKBXN0YXRlGAcgASgOMhoudG9vbHdpcmUudjEuQXBwcm92YWxTdGF0ZRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpkZWNpZGVkX2J5GAogASgJEhcKD2RlY2lzaW9uX3JlYXNvbhgLIAEoCRIpCgdjb250ZXh0GAwgASgLMhgudG9vbHdpcmUudjEuQ2FsbENvbnRleHQq0gEKDVBhcmFtZXRlclR5cGUSHgoaUEFSQU1FVEVSX1RZUEVfVU5TUEVDSUZJRUQQABIZChVQQVJBTUVURVJfVFlQRV9TVFJJTkcQARIZChVQQVJBTUVURVJfVFlQRV9OVU1CRVIQAhIaChZQQVJBTUVURVJfVFlQRV9JTlRFR0VSEAMSGgoWUEFSQU1FVEVSX1RZUEVfQk9PTEVBThAEEhkKFVBBUkFNRVRFUl9UWVBFX09CSkVDVBAFEhgKFFBBUkFNRVRFUl9UWVBFX0FSUkFZEAYqgAEKClNhZmV0eVRpZXISGwoXU0FGRVRZX1RJRVJfVU5TUEVDSUZJRUQQABIZChVTQUZFVFlfVElFUl9SRUFEX09OTFkQARIeChpTQUZFVFlfVElFUl9TSURFX0VGRkVDVElORxACEhoKFlNBRkVUWV9USUVSX1BSSVZJTEVHRUQQAyq+AgoJRXJyb3JDb2RlEhoKFkVSUk9SX0NPREVfVU5TUEVDSUZJRUQQABIYChRFUlJPUl9DT0RFX05PVF9GT1VORBABEiAKHEVSUk9SX0NPREVfSU5WQUxJRF9BUkdVTUVOVFMQAhIfChtFUlJPUl9DT0RFX0RFTklFRF9CWV9QT0xJQ1kQAxIgChxFUlJPUl9DT0RFX0FQUFJPVkFMX1JFUVVJUkVEEAQSFgoSRVJST1JfQ09ERV9USU1FT1VUEAUSHAoYRVJST1JfQ09ERV9IQU5ETEVSX0VSUk9SEAYSIwofRVJST1JfQ09ERV9QUk9WSURFUl9VTkFWQUlMQUJMRRAHEiEKHUVSUk9SX0NPREVfUkVTT1VSQ0VfRVhIQVVTVEVEEAgSGAoURVJST1JfQ09ERV9DQU5DRUxMRUQQCSpcCgdSdW50aW1lEhcKE1JVTlRJTUVfVU5TUEVDSUZJRUQQABIQCgxSVU5USU1FX0hPU1QQARIQCgxSVU5USU1FX0RFTk8QAhIUChBSVU5USU1FX1BST1ZJREVSEAMquAEKDUFwcHJvdmFsU3RhdGUSHgoaQVBQUk9WQUxfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZBUFBST1ZBTF9TVEFURV9QRU5ESU5HEAESGwoXQVBQUk9WQUxfU1RBVEVfQVBQUk9WRUQQAhIZChVBUFBST1ZBTF9TVEFURV9ERU5JRUQQAxIXChNBUFBST1ZBTF9TVEFURV9VU0VEEAQSGgoWQVBQUk9WQUxfU1RBVEVfRVhQSVJFRBAFYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One parameter of a tool: the simple form of a tool's input schema.
@@ -139,6 +139,30 @@ export type ToolDefinition = Message<"toolwire.v1.ToolDefinition"> & {
    * @generated from field: string output_schema_json = 11;
    */
   outputSchemaJson: string;
+
+  /**
+   * Every call needs an approved ticket, whatever the tool's tier (privileged
+   * tools need one anyway).
+   *
+   * @generated from field: bool requires_approval = 12;
+   */
+  requiresApproval: boolean;
+
+  /**
+   * The argument that holds a shell command line. Set, it marks the tool as
+   * command-running: exec approvals (full, allowlist, deny) decide its calls.
+   *
+   * @generated from field: string command_argument = 13;
+   */
+  commandArgument: string;
+
+  /**
+   * At most this many calls of the tool run at once; more get
+   * RESOURCE_EXHAUSTED. 0: no limit of its own.
+   *
+   * @generated from field: uint32 max_concurrency = 14;
+   */
+  maxConcurrency: number;
 };
 
 /**
@@ -228,6 +252,27 @@ export type ToolResult = Message<"toolwire.v1.ToolResult"> & {
    * @generated from field: uint64 original_size_bytes = 8;
    */
   originalSizeBytes: bigint;
+
+  /**
+   * For APPROVAL_REQUIRED: the ticket to approve, and what will run.
+   *
+   * @generated from field: toolwire.v1.ApprovalTicket approval = 9;
+   */
+  approval?: ApprovalTicket | undefined;
+
+  /**
+   * Where the call ran (or would have run), as the policy resolved it.
+   *
+   * @generated from field: toolwire.v1.SandboxPlacement sandbox = 10;
+   */
+  sandbox?: SandboxPlacement | undefined;
+
+  /**
+   * For DENIED_BY_POLICY: the rule that denied, e.g. `policies.agents.deny[0]`.
+   *
+   * @generated from field: string policy_rule = 11;
+   */
+  policyRule: string;
 };
 
 /**
@@ -236,6 +281,125 @@ export type ToolResult = Message<"toolwire.v1.ToolResult"> & {
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
   messageDesc(file_toolwire_v1_tool, 3);
+
+/**
+ * Layer 3 of the policy: the sandbox a call runs in.
+ *
+ * @generated from message toolwire.v1.SandboxPlacement
+ */
+export type SandboxPlacement = Message<"toolwire.v1.SandboxPlacement"> & {
+  /**
+   * @generated from field: toolwire.v1.Runtime runtime = 1;
+   */
+  runtime: Runtime;
+
+  /**
+   * Whether the tool may open network connections.
+   *
+   * @generated from field: bool network = 2;
+   */
+  network: boolean;
+
+  /**
+   * The memory cap of the work, 0 for none.
+   *
+   * @generated from field: uint64 memory_limit_bytes = 3;
+   */
+  memoryLimitBytes: bigint;
+};
+
+/**
+ * Describes the message toolwire.v1.SandboxPlacement.
+ * Use `create(SandboxPlacementSchema)` to create a new message.
+ */
+export const SandboxPlacementSchema: GenMessage<SandboxPlacement> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_tool, 4);
+
+/**
+ * A request to run one call of a tool that needs approval. Approving it
+ * lets exactly that call (same tool, same arguments, same principal) run once.
+ *
+ * @generated from message toolwire.v1.ApprovalTicket
+ */
+export type ApprovalTicket = Message<"toolwire.v1.ApprovalTicket"> & {
+  /**
+   * @generated from field: string ticket_id = 1;
+   */
+  ticketId: string;
+
+  /**
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * The arguments as the call will receive them.
+   *
+   * @generated from field: string arguments_json = 3;
+   */
+  argumentsJson: string;
+
+  /**
+   * What will run, for the person approving: the command of a
+   * command-running tool, otherwise the tool and its arguments.
+   *
+   * @generated from field: string summary = 4;
+   */
+  summary: string;
+
+  /**
+   * The principal whose call it is; only it can spend the ticket.
+   *
+   * @generated from field: string requested_by = 5;
+   */
+  requestedBy: string;
+
+  /**
+   * Why approval is needed (the tier, the flag, or the allowlist miss).
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: toolwire.v1.ApprovalState state = 7;
+   */
+  state: ApprovalState;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 8;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 9;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The principal that approved or denied, and why.
+   *
+   * @generated from field: string decided_by = 10;
+   */
+  decidedBy: string;
+
+  /**
+   * @generated from field: string decision_reason = 11;
+   */
+  decisionReason: string;
+
+  /**
+   * @generated from field: toolwire.v1.CallContext context = 12;
+   */
+  context?: CallContext | undefined;
+};
+
+/**
+ * Describes the message toolwire.v1.ApprovalTicket.
+ * Use `create(ApprovalTicketSchema)` to create a new message.
+ */
+export const ApprovalTicketSchema: GenMessage<ApprovalTicket> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_tool, 5);
 
 /**
  * The JSON type of a tool parameter. Integer is its own type because models
@@ -397,4 +561,86 @@ export enum ErrorCode {
  */
 export const ErrorCodeSchema: GenEnum<ErrorCode> = /*@__PURE__*/
   enumDesc(file_toolwire_v1_tool, 2);
+
+/**
+ * Where a tool runs.
+ *
+ * @generated from enum toolwire.v1.Runtime
+ */
+export enum Runtime {
+  /**
+   * @generated from enum value: RUNTIME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * In the server's process or a child process of it.
+   *
+   * @generated from enum value: RUNTIME_HOST = 1;
+   */
+  HOST = 1,
+
+  /**
+   * In the Deno sandbox, with explicit permissions only.
+   *
+   * @generated from enum value: RUNTIME_DENO = 2;
+   */
+  DENO = 2,
+
+  /**
+   * In a remote provider connected over `Provide`.
+   *
+   * @generated from enum value: RUNTIME_PROVIDER = 3;
+   */
+  PROVIDER = 3,
+}
+
+/**
+ * Describes the enum toolwire.v1.Runtime.
+ */
+export const RuntimeSchema: GenEnum<Runtime> = /*@__PURE__*/
+  enumDesc(file_toolwire_v1_tool, 3);
+
+/**
+ * @generated from enum toolwire.v1.ApprovalState
+ */
+export enum ApprovalState {
+  /**
+   * @generated from enum value: APPROVAL_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: APPROVAL_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * @generated from enum value: APPROVAL_STATE_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * @generated from enum value: APPROVAL_STATE_DENIED = 3;
+   */
+  DENIED = 3,
+
+  /**
+   * An approved ticket that a dispatch has spent; it cannot run again.
+   *
+   * @generated from enum value: APPROVAL_STATE_USED = 4;
+   */
+  USED = 4,
+
+  /**
+   * @generated from enum value: APPROVAL_STATE_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum toolwire.v1.ApprovalState.
+ */
+export const ApprovalStateSchema: GenEnum<ApprovalState> = /*@__PURE__*/
+  enumDesc(file_toolwire_v1_tool, 4);
 

@@ -1,0 +1,1 @@
+"""The policy layer: who may run which tool, with which arguments, where."""
