@@ -12,17 +12,21 @@ import json
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
-from google.protobuf import duration_pb2, json_format, struct_pb2
+from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 
 from .events import EventKind, RegistryEvent
 from .formats import ModelTools
 from .models import (
+    ApprovalState,
+    ApprovalTicket,
     CallContext,
     ErrorCode,
     JsonObject,
     ModelFormat,
     ParameterType,
+    Runtime,
     SafetyTier,
+    SandboxPlacement,
     ToolDefinition,
     ToolParameter,
     ToolResult,
@@ -57,6 +61,18 @@ _ERROR_CODES = {
     ErrorCode.RESOURCE_EXHAUSTED: pb.ERROR_CODE_RESOURCE_EXHAUSTED,
     ErrorCode.CANCELLED: pb.ERROR_CODE_CANCELLED,
 }
+_RUNTIMES = {
+    Runtime.HOST: pb.RUNTIME_HOST,
+    Runtime.DENO: pb.RUNTIME_DENO,
+    Runtime.PROVIDER: pb.RUNTIME_PROVIDER,
+}
+_APPROVAL_STATES = {
+    ApprovalState.PENDING: pb.APPROVAL_STATE_PENDING,
+    ApprovalState.APPROVED: pb.APPROVAL_STATE_APPROVED,
+    ApprovalState.DENIED: pb.APPROVAL_STATE_DENIED,
+    ApprovalState.USED: pb.APPROVAL_STATE_USED,
+    ApprovalState.EXPIRED: pb.APPROVAL_STATE_EXPIRED,
+}
 _FORMATS = {
     ModelFormat.ANTHROPIC: rpb.MODEL_FORMAT_ANTHROPIC,
     ModelFormat.OPENAI_CHAT: rpb.MODEL_FORMAT_OPENAI_CHAT,
@@ -74,6 +90,8 @@ _PARAMETER_TYPES_IN = _inverse(_PARAMETER_TYPES)
 _TIERS_IN = _inverse(_TIERS)
 _ERROR_CODES_IN = _inverse(_ERROR_CODES)
 _FORMATS_IN = _inverse(_FORMATS)
+_RUNTIMES_IN = _inverse(_RUNTIMES)
+_APPROVAL_STATES_IN = _inverse(_APPROVAL_STATES)
 
 
 class ConversionError(ValueError):
@@ -160,6 +178,9 @@ def definition_to_proto(definition: ToolDefinition) -> pb.ToolDefinition:
         safety_tier=_TIERS[definition.safety_tier],
         group=definition.group,
         labels=definition.labels,
+        requires_approval=definition.requires_approval,
+        command_argument=definition.command_argument,
+        max_concurrency=definition.max_concurrency,
     )
     if definition.input_schema is not None:
         message.input_schema.CopyFrom(dict_to_struct(definition.input_schema))
@@ -206,6 +227,9 @@ def definition_from_proto(message: pb.ToolDefinition) -> ToolDefinition:
             group=message.group,
             timeout_seconds=timeout,
             labels=dict(message.labels),
+            requires_approval=message.requires_approval,
+            command_argument=message.command_argument,
+            max_concurrency=message.max_concurrency,
         )
     except ValueError as e:  # pydantic's ValidationError is a ValueError
         raise ConversionError(f"tool '{message.name}': {e}") from e
@@ -246,11 +270,75 @@ def result_to_proto(result: ToolResult) -> pb.ToolResult:
     )
     if result.structured_output is not None:
         message.structured_output.CopyFrom(python_to_value(result.structured_output))
+    if result.approval is not None:
+        message.approval.CopyFrom(ticket_to_proto(result.approval))
+    if result.sandbox is not None:
+        message.sandbox.CopyFrom(placement_to_proto(result.sandbox))
+    message.policy_rule = result.policy_rule
     return message
 
 
-def result_from_proto(message: pb.ToolResult) -> ToolResult:
-    """A result from a peer (a provider): a broken one becomes an honest failure."""
+def placement_to_proto(placement: SandboxPlacement) -> pb.SandboxPlacement:
+    return pb.SandboxPlacement(
+        runtime=_RUNTIMES[placement.runtime],
+        network=placement.network,
+        memory_limit_bytes=placement.memory_limit_bytes or 0,
+    )
+
+
+def placement_from_proto(message: pb.SandboxPlacement) -> SandboxPlacement:
+    return SandboxPlacement(
+        runtime=_RUNTIMES_IN.get(message.runtime, Runtime.HOST),
+        network=message.network,
+        memory_limit_bytes=message.memory_limit_bytes or None,
+    )
+
+
+def _timestamp(unix: float) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromNanoseconds(round(unix * 1e9))
+    return stamp
+
+
+def ticket_to_proto(ticket: ApprovalTicket) -> pb.ApprovalTicket:
+    return pb.ApprovalTicket(
+        ticket_id=ticket.ticket_id,
+        tool_name=ticket.tool_name,
+        arguments_json=ticket.arguments_json,
+        summary=ticket.summary,
+        requested_by=ticket.requested_by,
+        reason=ticket.reason,
+        state=_APPROVAL_STATES[ticket.state],
+        created_at=_timestamp(ticket.created_at),
+        expires_at=_timestamp(ticket.expires_at),
+        decided_by=ticket.decided_by,
+        decision_reason=ticket.decision_reason,
+        context=context_to_proto(ticket.context),
+    )
+
+
+def ticket_from_proto(message: pb.ApprovalTicket) -> ApprovalTicket:
+    return ApprovalTicket(
+        ticket_id=message.ticket_id,
+        tool_name=message.tool_name,
+        arguments_json=message.arguments_json,
+        summary=message.summary,
+        requested_by=message.requested_by,
+        reason=message.reason,
+        state=_APPROVAL_STATES_IN.get(message.state, ApprovalState.PENDING),
+        created_at=message.created_at.ToNanoseconds() / 1e9,
+        expires_at=message.expires_at.ToNanoseconds() / 1e9,
+        decided_by=message.decided_by,
+        decision_reason=message.decision_reason,
+        context=context_from_proto(message.context),
+    )
+
+
+def result_from_proto(message: pb.ToolResult, *, from_provider: bool = False) -> ToolResult:
+    """A result from a peer: a broken one becomes an honest failure. A
+    provider's result never carries policy fields (tickets, placement, rules):
+    only the registry decides those."""
+    policy = {} if from_provider else _policy_fields(message)
     code = _ERROR_CODES_IN.get(message.error_code)
     structured = (
         value_to_python(message.structured_output)
@@ -263,6 +351,7 @@ def result_from_proto(message: pb.ToolResult) -> ToolResult:
                 "duration_seconds": duration_to_seconds(message.duration),
                 "truncated": message.truncated,
                 "original_size_bytes": message.original_size_bytes,
+                **policy,
             }
         )
     return ToolResult(
@@ -273,7 +362,17 @@ def result_from_proto(message: pb.ToolResult) -> ToolResult:
         duration_seconds=duration_to_seconds(message.duration),
         truncated=message.truncated,
         original_size_bytes=message.original_size_bytes,
+        **policy,
     )
+
+
+def _policy_fields(message: pb.ToolResult) -> dict[str, Any]:
+    fields: dict[str, Any] = {"policy_rule": message.policy_rule}
+    if message.HasField("approval"):
+        fields["approval"] = ticket_from_proto(message.approval)
+    if message.HasField("sandbox"):
+        fields["sandbox"] = placement_from_proto(message.sandbox)
+    return fields
 
 
 def format_from_proto(value: int) -> ModelFormat:

@@ -172,7 +172,7 @@ class RegistryServicer(rpc.RegistryServiceServicer):
         try:
             async for message in requests:
                 if message.WhichOneof("kind") == "outcome":
-                    result = convert.result_from_proto(message.outcome.result)
+                    result = convert.result_from_proto(message.outcome.result, from_provider=True)
                     session.resolve(message.outcome.call_id, result)
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
