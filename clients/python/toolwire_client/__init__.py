@@ -14,16 +14,28 @@ from toolwire.errors import (
     ToolNotFoundError,
     ToolwireError,
 )
-from toolwire.models import CallContext, ModelFormat, SafetyTier, ToolDefinition, ToolResult
+from toolwire.models import (
+    ApprovalState,
+    ApprovalTicket,
+    CallContext,
+    ModelFormat,
+    SafetyTier,
+    ToolDefinition,
+    ToolResult,
+)
 
-from ._wire import Diagnostic, ModelToolsResult
+from ._wire import BatchCall, BatchOutcome, Diagnostic, ModelToolsResult
 from .aio import AsyncToolwireClient
 from .client import ToolwireClient
 from .errors import ToolwireRpcError, error_from_rpc
 from .provider import Provider, serve_tools
 
 __all__ = [
+    "ApprovalState",
+    "ApprovalTicket",
     "AsyncToolwireClient",
+    "BatchCall",
+    "BatchOutcome",
     "CallContext",
     "Diagnostic",
     "DuplicateToolError",

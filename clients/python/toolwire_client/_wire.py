@@ -12,12 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from toolwire import convert
-from toolwire.models import CallContext, ModelFormat, SafetyTier, ToolDefinition, ToolResult
+from toolwire.models import (
+    ApprovalTicket,
+    CallContext,
+    ModelFormat,
+    SafetyTier,
+    ToolDefinition,
+    ToolResult,
+)
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1 import tool_pb2 as pb
 
 DEFAULT_TARGET = "127.0.0.1:50051"
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class Diagnostic(NamedTuple):
@@ -37,16 +43,37 @@ class ModelToolsResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    return [
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
-    ]
+@dataclass(frozen=True, slots=True)
+class BatchCall:
+    """One tool call of a model's turn, for `dispatch_batch`."""
+
+    name: str
+    arguments: Mapping[str, Any] | str | None = None
+    """A mapping (sent as JSON) or the model's raw JSON text."""
+    call_id: str = ""
+    """The model's id for the call; empty means `call-<index>`."""
+    approval_ticket: str = ""
 
 
-def register_request(definition: ToolDefinition, provider_id: str) -> rpb.RegisterRequest:
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    """The result of one call of a batch, under the id it was sent with."""
+
+    call_id: str
+    result: ToolResult
+
+
+BatchItem = BatchCall | tuple[str, Mapping[str, Any] | str | None] | Mapping[str, Any]
+"""A `BatchCall`, a `(name, arguments)` pair, or a mapping with BatchCall's fields."""
+
+
+def register_request(
+    definition: ToolDefinition, provider_id: str, replace: bool
+) -> rpb.RegisterRequest:
     return rpb.RegisterRequest(
-        definition=convert.definition_to_proto(definition), provider_id=provider_id
+        definition=convert.definition_to_proto(definition),
+        provider_id=provider_id,
+        replace=replace,
     )
 
 
@@ -75,9 +102,14 @@ def arguments_json(arguments: Mapping[str, Any] | str | None) -> str:
 
 
 def dispatch_request(
-    name: str, arguments: Mapping[str, Any] | str | None, context: CallContext | None
+    name: str,
+    arguments: Mapping[str, Any] | str | None,
+    context: CallContext | None,
+    approval_ticket: str = "",
 ) -> rpb.DispatchRequest:
-    request = rpb.DispatchRequest(name=name, arguments_json=arguments_json(arguments))
+    request = rpb.DispatchRequest(
+        name=name, arguments_json=arguments_json(arguments), approval_ticket=approval_ticket
+    )
     if context is not None:
         request.context.CopyFrom(convert.context_to_proto(context))
     return request
@@ -85,6 +117,54 @@ def dispatch_request(
 
 def dispatched(response: rpb.DispatchResponse) -> ToolResult:
     return convert.result_from_proto(response.result)
+
+
+def batch_request(
+    calls: Sequence[BatchItem], context: CallContext | None
+) -> rpb.DispatchBatchRequest:
+    request = rpb.DispatchBatchRequest(
+        calls=[_batch_call(item, index) for index, item in enumerate(calls)]
+    )
+    if context is not None:
+        request.context.CopyFrom(convert.context_to_proto(context))
+    return request
+
+
+def batch_outcomes(response: rpb.DispatchBatchResponse) -> list[BatchOutcome]:
+    return [BatchOutcome(r.call_id, convert.result_from_proto(r.result)) for r in response.results]
+
+
+def _batch_call(item: BatchItem, index: int) -> rpb.BatchCall:
+    if isinstance(item, tuple):
+        name, arguments = item
+        call = BatchCall(name, arguments)
+    elif isinstance(item, Mapping):
+        try:
+            call = BatchCall(**item)
+        except TypeError as e:
+            raise ValueError(f"batch call {index}: {e}") from None
+    else:
+        call = item
+    return rpb.BatchCall(
+        call_id=call.call_id or f"call-{index}",
+        name=call.name,
+        arguments_json=arguments_json(call.arguments),
+        approval_ticket=call.approval_ticket,
+    )
+
+
+def approve_request(ticket_id: str, reason: str, remember: bool) -> rpb.ApproveRequest:
+    return rpb.ApproveRequest(ticket_id=ticket_id, reason=reason, remember=remember)
+
+
+def deny_request(ticket_id: str, reason: str) -> rpb.DenyRequest:
+    return rpb.DenyRequest(ticket_id=ticket_id, reason=reason)
+
+
+def ticket(
+    response: rpb.ApproveResponse | rpb.DenyResponse | rpb.WatchApprovalsResponse,
+) -> ApprovalTicket:
+    return convert.ticket_from_proto(response.ticket)
 
 
 def stubs_request(names: Sequence[str]) -> rpb.GenerateStubsRequest:

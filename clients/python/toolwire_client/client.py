@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import builtins
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from toolwire.models import CallContext, ModelFormat, SafetyTier, ToolDefinition, ToolResult
+from toolwire import convert
+from toolwire.events import RegistryEvent
+from toolwire.models import (
+    ApprovalTicket,
+    CallContext,
+    ModelFormat,
+    SafetyTier,
+    ToolDefinition,
+    ToolResult,
+)
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1 import registry_service_pb2_grpc as rpc
 
-from . import _wire
-from ._wire import ModelToolsResult
+from . import _channel, _wire
+from ._wire import BatchItem, BatchOutcome, ModelToolsResult
 from .errors import error_from_rpc
 
 _Response = TypeVar("_Response")
+_Item = TypeVar("_Item")
 
 
 class ToolwireClient:
@@ -28,6 +39,14 @@ class ToolwireClient:
 
     A channel passed in stays the caller's: `close()` closes only the channel
     the client created itself.
+
+    Every call carries `token` (default: env `TOOLWIRE_TOKEN`; `""` sends
+    none) as `authorization: Bearer <token>`. With `tls=True` the client's own
+    channel uses TLS: `root_certificates` (PEM) to trust instead of the
+    system's, `client_certificate` as (certificate chain, private key) for
+    mutual TLS, and `server_name_override` when the certificate's name is not
+    the target's host (e.g. "localhost" reached at 127.0.0.1). Any of those
+    three implies `tls`.
     """
 
     def __init__(
@@ -37,24 +56,40 @@ class ToolwireClient:
         channel: grpc.Channel | None = None,
         metadata: Sequence[tuple[str, str]] = (),
         timeout: float | None = None,
-        max_message_bytes: int = _wire.DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes: int = _channel.DEFAULT_MAX_MESSAGE_BYTES,
+        token: str | None = None,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        client_certificate: tuple[bytes, bytes] | None = None,
+        server_name_override: str | None = None,
     ) -> None:
-        self._owns_channel = channel is None
-        self._channel: grpc.Channel = (
-            channel
-            if channel is not None
-            else grpc.insecure_channel(target, options=_wire.channel_options(max_message_bytes))
+        connection = _channel.Connection.resolve(
+            target,
+            channel=channel,
+            metadata=metadata,
+            token=token,
+            tls=tls,
+            root_certificates=root_certificates,
+            client_certificate=client_certificate,
+            server_name_override=server_name_override,
+            max_message_bytes=max_message_bytes,
         )
+        self._owns_channel = channel is None
+        self._channel: grpc.Channel = channel if channel is not None else connection.sync_channel()
         self._stub = rpc.RegistryServiceStub(self._channel)
-        self._metadata = tuple(metadata)
+        self._metadata = connection.call_metadata(own_channel=self._owns_channel)
         self._timeout = timeout
 
-    def register(self, definition: ToolDefinition, provider_id: str) -> ToolDefinition:
+    def register(
+        self, definition: ToolDefinition, provider_id: str, *, replace: bool = False
+    ) -> ToolDefinition:
         """Registers a tool served by the provider `provider_id` (see `Provider`);
-        returns the definition as the registry stores it."""
+        returns the definition as the registry stores it. `replace` takes over a
+        tool of the same name that the same principal registered before (say,
+        from a connection that broke); another principal's tool stays."""
         response = self._call(
             self._stub.Register,
-            _wire.register_request(definition, provider_id),
+            _wire.register_request(definition, provider_id, replace),
             name=definition.name,
         )
         return _wire.registered(response)
@@ -76,6 +111,7 @@ class ToolwireClient:
         *,
         context: CallContext | None = None,
         timeout: float | None = None,
+        approval_ticket: str = "",
     ) -> ToolResult:
         """Calls a tool. `arguments` is a mapping (sent as JSON) or the model's
         raw JSON text, passed as it is.
@@ -84,15 +120,67 @@ class ToolwireClient:
         server shortens the tool's own timeout to it and answers with a failed
         `ToolResult` (TIMEOUT), but a deadline that passes before the answer
         arrives is a transport error: `ToolwireRpcError(DEADLINE_EXCEEDED)`.
+
+        A call that needs a person's approval fails with APPROVAL_REQUIRED and
+        `result.approval` holds the ticket; once approved, the same call with
+        `approval_ticket=<its id>` runs, once.
         """
         response = self._call(
             self._stub.Dispatch,
-            _wire.dispatch_request(name, arguments, context),
+            _wire.dispatch_request(name, arguments, context, approval_ticket),
             name=name,
             timeout=timeout,
             typed=False,
         )
         return _wire.dispatched(response)
+
+    def dispatch_batch(
+        self,
+        calls: Sequence[BatchItem],
+        *,
+        context: CallContext | None = None,
+        timeout: float | None = None,
+    ) -> builtins.list[BatchOutcome]:
+        """Calls the tools a model asked for in one turn, one outcome per call in
+        the given order. The server runs consecutive read-only calls
+        concurrently and every other call alone, so side effects keep the
+        model's order. A call is a `BatchCall`, a `(name, arguments)` pair or a
+        mapping with BatchCall's fields; calls without an id get `call-<index>`.
+        """
+        response = self._call(
+            self._stub.DispatchBatch,
+            _wire.batch_request(calls, context),
+            timeout=timeout,
+            typed=False,
+        )
+        return _wire.batch_outcomes(response)
+
+    def approve(
+        self, ticket_id: str, reason: str = "", *, remember: bool = False
+    ) -> ApprovalTicket:
+        """Lets the ticket's call run once (scope `admin`). `remember` also puts a
+        command-running tool's exact command on the exec allowlist, so it needs
+        no approval next time."""
+        response = self._call(
+            self._stub.Approve, _wire.approve_request(ticket_id, reason, remember), typed=False
+        )
+        return _wire.ticket(response)
+
+    def deny(self, ticket_id: str, reason: str = "") -> ApprovalTicket:
+        """Refuses the ticket's call (scope `admin`); `reason` reaches the requester."""
+        response = self._call(self._stub.Deny, _wire.deny_request(ticket_id, reason), typed=False)
+        return _wire.ticket(response)
+
+    def watch(self) -> Iterator[RegistryEvent]:
+        """See `AsyncToolwireClient.watch`. Blocks between events; closing the
+        generator ends the stream."""
+        return self._stream(self._stub.Watch, rpb.WatchRequest(), convert.event_from_proto)
+
+    def watch_approvals(self) -> Iterator[ApprovalTicket]:
+        """Approval tickets as they change (scope `admin`): first every pending
+        one, then each new, decided, used or expired one. Blocks between
+        tickets; closing the generator ends the stream."""
+        return self._stream(self._stub.WatchApprovals, rpb.WatchApprovalsRequest(), _wire.ticket)
 
     def generate_stubs(self, names: Sequence[str] = ()) -> str:
         """TypeScript functions that call the tools (all of them if `names` is empty)."""
@@ -118,6 +206,18 @@ class ToolwireClient:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _stream(
+        self, method: Callable[..., Any], request: Any, parse: Callable[[Any], _Item]
+    ) -> Iterator[_Item]:
+        call = method(request, metadata=self._metadata)
+        try:
+            for message in call:
+                yield parse(message)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e, typed=False) from e
+        finally:
+            call.cancel()
 
     def _call(
         self,

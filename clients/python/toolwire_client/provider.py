@@ -107,6 +107,7 @@ class Provider:
                 tools=[convert.definition_to_proto(d) for d in local],
             )
         )
+        # the client's metadata carries the token when its channel does not
         self._call = call = self._client.stub.Provide(metadata=self._client.metadata)
         try:
             accepted = await asyncio.wait_for(self._handshake(call, hello), self._client.timeout)
@@ -291,9 +292,15 @@ def serve_tools(
     *,
     name: str = "python-provider",
     metadata: Sequence[tuple[str, str]] = (),
+    token: str | None = None,
+    tls: bool = False,
+    root_certificates: bytes | None = None,
+    client_certificate: tuple[bytes, bytes] | None = None,
+    server_name_override: str | None = None,
 ) -> None:
     """Serves `tools` to the registry at `target` until interrupted (Ctrl-C) or
-    until the registry ends the stream. Blocks; for scripts.
+    until the registry ends the stream. Blocks; for scripts. The token and TLS
+    settings are `ToolwireClient`'s (the token defaults to env `TOOLWIRE_TOKEN`).
 
     Raises what `Provider.start` raises, and `ToolwireRpcError` if the stream
     breaks (the registry went away).
@@ -302,7 +309,15 @@ def serve_tools(
 
     async def main() -> None:
         async with (
-            AsyncToolwireClient(target, metadata=metadata) as client,
+            AsyncToolwireClient(
+                target,
+                metadata=metadata,
+                token=token,
+                tls=tls,
+                root_certificates=root_certificates,
+                client_certificate=client_certificate,
+                server_name_override=server_name_override,
+            ) as client,
             client.provide(tools, name=name) as provider,
         ):
             log.info(

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import allowlist, audit, memory, remote, serve
+from . import allowlist, approvals, audit, memory, remote, serve
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
     serve.add_commands(commands)
     remote.add_commands(commands)
+    approvals.add_commands(commands)
     memory.add_commands(commands)
     audit.add_commands(commands)
     allowlist.add_commands(commands)
