@@ -2,25 +2,29 @@
 
 Each run gets a short-lived bearer token bound to a grant: the tools it may
 call (by default every tool but `execute_code`, so code cannot recurse), a
-budget of calls, an expiry. The HTTP listener resolves the token on every call
-and dispatches through the grant, which refuses, counts and records: the
-nested calls show up in the `execute_code` result for whoever dispatched it.
-Tokens are kept only as SHA-256 digests, so the table never holds a secret
-that a timing or memory leak could give away.
+budget of calls, an expiry. The token authenticates as a principal of the one
+auth system (`toolwire.auth`): the principal that started the run, narrowed to
+the grant. The registry's dispatch admits each nested call through the grant
+(refusing, counting) and records it, so the nested calls show up in the
+`execute_code` result for whoever dispatched it. Tokens are kept only as
+SHA-256 digests, so the table never holds a secret that a timing or memory
+leak could give away.
 """
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from .auth import LOCAL, Principal, Scope, digest
 from .models import CallContext, ErrorCode, ToolResult
-from .registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,8 @@ class RunGrant:
     expires_at: float
     context: CallContext = field(default_factory=CallContext)
     """Who started the run; nested calls act on their behalf (memory scoping)."""
+    principal: Principal = LOCAL
+    """The principal that started the run; its policy applies to nested calls too."""
     used: int = 0
     calls: list[NestedCall] = field(default_factory=list)
 
@@ -49,14 +55,34 @@ class RunGrant:
             return False
         return self.allowed is None or name in self.allowed
 
+    def as_principal(self) -> Principal:
+        """The run as a caller: its starter, able only to dispatch, within this grant."""
+        starter = self.principal
+        return Principal(starter.name, frozenset({Scope.DISPATCH}), starter.policy, self)
+
+    def admit(self, name: str) -> ToolResult | None:
+        """Refuse a call outside the grant or past the budget; else count it."""
+        if not self.permits(name):
+            return ToolResult.fail(
+                ErrorCode.DENIED_BY_POLICY, f"this code run may not call '{name}'"
+            ).model_copy(update={"policy_rule": "run grant"})
+        if self.used >= self.budget:
+            return ToolResult.fail(
+                ErrorCode.RESOURCE_EXHAUSTED,
+                f"this code run has used its budget of {self.budget} tool calls",
+            )
+        self.used += 1
+        return None
+
+    def record(self, name: str, result: ToolResult) -> None:
+        self.calls.append(
+            NestedCall(name, result.success, result.error_code, result.duration_seconds)
+        )
+
 
 def granted_names(registry: ToolRegistry, grant: RunGrant) -> list[str]:
     """The registered tools a run may use, sorted by name."""
     return [d.name for d in registry.list() if grant.permits(d.name)]
-
-
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
 
 
 class Capabilities:
@@ -72,6 +98,7 @@ class Capabilities:
         run_id: str,
         *,
         context: CallContext,
+        principal: Principal = LOCAL,
         allowed: frozenset[str] | None = None,
         denied: frozenset[str] = frozenset({"execute_code"}),
         budget: int = 50,
@@ -85,19 +112,20 @@ class Capabilities:
             budget=budget,
             expires_at=self._clock() + ttl_seconds,
             context=context,
+            principal=principal,
         )
         with self._lock:
             self._drop_expired()
-            self._grants[_digest(token)] = grant
+            self._grants[digest(token)] = grant
         return token, grant
 
     def revoke(self, token: str) -> None:
         with self._lock:
-            self._grants.pop(_digest(token), None)
+            self._grants.pop(digest(token), None)
 
     def lookup(self, token: str) -> RunGrant | None:
         """The grant of a live token, or None (unknown, revoked or expired)."""
-        grant = self._grants.get(_digest(token))
+        grant = self._grants.get(digest(token))
         if grant is None or grant.expires_at <= self._clock():
             return None
         return grant
@@ -106,33 +134,3 @@ class Capabilities:
         now = self._clock()
         for key in [k for k, g in self._grants.items() if g.expires_at <= now]:
             del self._grants[key]
-
-    async def dispatch(
-        self,
-        registry: ToolRegistry,
-        grant: RunGrant,
-        name: str,
-        arguments: str | Mapping[str, Any] | None,
-        *,
-        timeout: float | None = None,
-    ) -> ToolResult:
-        """A call made by a run: refused outside its grant or past its budget,
-        otherwise dispatched on behalf of whoever started the run, and recorded."""
-        if not grant.permits(name):
-            result = ToolResult.fail(
-                ErrorCode.DENIED_BY_POLICY, f"this code run may not call '{name}'"
-            )
-        elif grant.used >= grant.budget:
-            result = ToolResult.fail(
-                ErrorCode.RESOURCE_EXHAUSTED,
-                f"this code run has used its budget of {grant.budget} tool calls",
-            )
-        else:
-            grant.used += 1
-            remaining = grant.expires_at - self._clock()
-            limit = remaining if timeout is None else min(timeout, remaining)
-            result = await registry.dispatch(name, arguments, grant.context, timeout=limit)
-        grant.calls.append(
-            NestedCall(name, result.success, result.error_code, result.duration_seconds)
-        )
-        return result

@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .capabilities import Capabilities, RunGrant, granted_names
-from .models import CallContext, ErrorCode, ToolResult
+from .capabilities import Capabilities, RunGrant
+from .models import ErrorCode, ToolResult
 from .registry import ToolRegistry
+from .tools import ToolContext
 
 
 class SandboxOutcome(Protocol):
@@ -61,13 +62,17 @@ class CodeMode:
         self._budget = call_budget
         self._ttl = run_ttl_seconds
 
-    async def __call__(self, code: str, check: bool, context: CallContext) -> ToolResult:
+    async def __call__(self, code: str, check: bool, context: ToolContext) -> ToolResult:
         run_id = uuid.uuid4().hex[:12]
         token, grant = self._capabilities.issue(
-            run_id, context=context, budget=self._budget, ttl_seconds=self._ttl
+            run_id,
+            context=context.call,
+            principal=context.principal,
+            budget=self._budget,
+            ttl_seconds=self._ttl,
         )
         try:
-            stubs = self._registry.generate_stubs(granted_names(self._registry, grant))
+            stubs = self._registry.generate_stubs(principal=grant.as_principal())
             outcome = await self._sandbox.run(
                 code, stubs=stubs, base_url=self._base_url(), token=token, check=check
             )

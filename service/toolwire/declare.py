@@ -95,6 +95,9 @@ def tool(
     timeout_seconds: float | None = None,
     labels: Mapping[str, str] | None = None,
     output_schema: Mapping[str, Any] | type[Any] | None = None,
+    requires_approval: bool = False,
+    command_argument: str = "",
+    max_concurrency: int = 0,
 ) -> Callable[[Callable[P, R]], DeclaredTool[P, R]]: ...
 
 
@@ -109,6 +112,9 @@ def tool(
     timeout_seconds: float | None = None,
     labels: Mapping[str, str] | None = None,
     output_schema: Mapping[str, Any] | type[Any] | None = None,
+    requires_approval: bool = False,
+    command_argument: str = "",
+    max_concurrency: int = 0,
 ) -> DeclaredTool[P, R] | Callable[[Callable[P, R]], DeclaredTool[P, R]]:
     """Declares a function as a tool; use as `@tool` or `@tool(name=..., ...)`.
 
@@ -122,6 +128,10 @@ def tool(
         labels: Free-form metadata.
         output_schema: A JSON Schema of the structured output, or a type
             (a pydantic model, a TypedDict, …) to derive it from.
+        requires_approval: Every call needs an operator's approval ticket.
+        command_argument: The (string) parameter that holds a shell command
+            line: the tool is command-running, under exec approvals.
+        max_concurrency: At most this many calls at once (0: no limit).
 
     Raises:
         TypeError: the signature cannot be a tool's (`*args`, `**kwargs`,
@@ -141,6 +151,9 @@ def tool(
             timeout_seconds=timeout_seconds,
             labels=labels,
             output_schema=output_schema,
+            requires_approval=requires_approval,
+            command_argument=command_argument,
+            max_concurrency=max_concurrency,
         )
         return DeclaredTool(target, built)
 
@@ -172,6 +185,9 @@ def _build_tool(
     timeout_seconds: float | None,
     labels: Mapping[str, str] | None,
     output_schema: Mapping[str, Any] | type[Any] | None,
+    requires_approval: bool = False,
+    command_argument: str = "",
+    max_concurrency: int = 0,
 ) -> Tool:
     tool_name = name if name is not None else getattr(func, "__name__", None)
     if not isinstance(tool_name, str):
@@ -195,6 +211,9 @@ def _build_tool(
             group=group,
             timeout_seconds=timeout_seconds,
             labels=dict(labels or {}),
+            requires_approval=requires_approval,
+            command_argument=command_argument,
+            max_concurrency=max_concurrency,
         )
     )
     is_async = _is_async(func)

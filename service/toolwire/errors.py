@@ -43,3 +43,20 @@ class ProviderNotFoundError(ToolwireError):
             f"no connected provider has id '{provider_id}'; open a Provide stream first and "
             "use the provider_id it returns"
         )
+
+
+class NotVisibleError(ToolwireError):
+    """A tool exists, but the caller's policy (or run grant) does not let it use it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"tool '{name}' is not available to this caller: its policy does not allow it"
+        )
+        self.name = name
+
+
+class ApprovalsOffError(ToolwireError):
+    """The server runs without a policy engine, so there are no tickets."""
+
+    def __init__(self) -> None:
+        super().__init__("this server has no policy engine, so no approval tickets exist")

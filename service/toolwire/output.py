@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from .models import ToolResult
+from .models import SandboxPlacement, ToolResult
 
 TRUNCATION_SUFFIX = "\n[output truncated — original size: {size:,} bytes]"
 
@@ -57,8 +57,14 @@ def _cut(text: str, max_bytes: int) -> tuple[str, int] | None:
     return data[:keep].decode("utf-8", errors="ignore") + suffix, len(data)
 
 
-def finish(outcome: Output | ToolResult, max_bytes: int, duration: float) -> ToolResult:
-    """The final result: truncated to the byte budget, with the call's duration."""
+def finish(
+    outcome: Output | ToolResult,
+    max_bytes: int,
+    duration: float,
+    sandbox: SandboxPlacement | None = None,
+) -> ToolResult:
+    """The final result: truncated to the byte budget, with the call's
+    duration and where it ran."""
     if isinstance(outcome, Output):
         cut = _cut(outcome.text, max_bytes)
         if cut is None:
@@ -67,6 +73,7 @@ def finish(outcome: Output | ToolResult, max_bytes: int, duration: float) -> Too
                 output=outcome.text,
                 structured_output=outcome.structured,
                 duration_seconds=duration,
+                sandbox=sandbox,
             )
         return ToolResult(
             success=True,
@@ -74,9 +81,12 @@ def finish(outcome: Output | ToolResult, max_bytes: int, duration: float) -> Too
             duration_seconds=duration,
             truncated=True,
             original_size_bytes=cut[1],
+            sandbox=sandbox,
         )
     cut = _cut(outcome.output, max_bytes)
     update: dict[str, Any] = {"duration_seconds": duration}
+    if sandbox is not None:
+        update["sandbox"] = sandbox
     if cut is not None:
         update.update(
             output=cut[0], structured_output=None, truncated=True, original_size_bytes=cut[1]

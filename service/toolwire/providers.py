@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ProviderNotFoundError
+from .auth import LOCAL, Principal, Scope
+from .errors import NotOwnerError, ProviderNotFoundError
 from .events import EventKind, RegistryEvent
 from .models import CallContext, ErrorCode, ToolDefinition, ToolResult
+from .policy.placement import PROVIDER
 from .registry import ToolRegistry
 from .tools import Tool, ToolContext
 
@@ -42,9 +44,11 @@ Outbound = CallOrder | CallCancelled
 
 
 class ProviderSession:
-    def __init__(self, provider_id: str, name: str) -> None:
+    def __init__(self, provider_id: str, name: str, principal: Principal = LOCAL) -> None:
         self.provider_id = provider_id
         self.name = name
+        self.principal = principal
+        """Who opened the stream: the tools it serves belong to this principal."""
         self.outbound: asyncio.Queue[Outbound | None] = asyncio.Queue()
         """Messages for the provider, in order; None ends the stream."""
         self._pending: dict[str, asyncio.Future[ToolResult]] = {}
@@ -61,7 +65,7 @@ class ProviderSession:
         async def forward(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
             return await self.call(definition.name, arguments, context)
 
-        return Tool(definition, forward, blocking=False)
+        return Tool(definition, forward, blocking=False, sandboxing=PROVIDER)
 
     async def call(
         self, name: str, arguments: Mapping[str, Any], context: ToolContext
@@ -121,29 +125,51 @@ class ProviderHub:
         self._sessions: dict[str, ProviderSession] = {}
 
     def connect(
-        self, name: str, tools: list[ToolDefinition]
+        self, name: str, tools: list[ToolDefinition], principal: Principal = LOCAL
     ) -> tuple[ProviderSession, list[ToolDefinition]]:
         """A new session with its announced tools registered, all or none.
 
         Raises the registry's errors for the first tool that cannot be registered.
         """
-        session = ProviderSession(uuid.uuid4().hex[:16], name or "provider")
+        session = ProviderSession(uuid.uuid4().hex[:16], name or "provider", principal)
         stored: list[ToolDefinition] = []
         try:
             for definition in tools:
-                tool = session.tool(definition)
-                stored.append(self.registry.register(tool, owner=session.provider_id))
+                stored.append(self._register(session, definition, replace=False))
         except Exception:
             self.registry.unregister_owner(session.provider_id)
             raise
         self._sessions[session.provider_id] = session
         return session, stored
 
-    def register(self, provider_id: str, definition: ToolDefinition) -> ToolDefinition:
+    def register(
+        self,
+        provider_id: str,
+        definition: ToolDefinition,
+        principal: Principal = LOCAL,
+        *,
+        replace: bool = False,
+    ) -> ToolDefinition:
+        """Register a tool served by a connected provider of `principal`'s."""
         session = self._sessions.get(provider_id)
         if session is None or session.closed:
             raise ProviderNotFoundError(provider_id)
-        return self.registry.register(session.tool(definition), owner=provider_id)
+        if session.principal.name != principal.name and Scope.ADMIN not in principal.scopes:
+            raise NotOwnerError(
+                f"provider '{provider_id}' belongs to principal '{session.principal.name}'; "
+                f"'{principal.name}' cannot register tools on it"
+            )
+        return self._register(session, definition, replace=replace)
+
+    def _register(
+        self, session: ProviderSession, definition: ToolDefinition, *, replace: bool
+    ) -> ToolDefinition:
+        return self.registry.register(
+            session.tool(definition),
+            owner=session.provider_id,
+            principal=session.principal.name,
+            replace=replace,
+        )
 
     def disconnect(self, session: ProviderSession) -> list[str]:
         """Unregister the provider's tools and fail its in-flight calls."""

@@ -196,6 +196,26 @@ def _ordered_like(schema: JsonObject, parameters: tuple[ToolParameter, ...]) -> 
 
 def normalize_definition(definition: ToolDefinition) -> ToolDefinition:
     """Check a definition and fill in whichever input form is missing."""
+    normalized = _normalize_inputs(definition)
+    _check_command_argument(normalized)
+    return normalized
+
+
+def _check_command_argument(definition: ToolDefinition) -> None:
+    """A command-running tool's command must be a required string argument:
+    exec approvals decide on it, so it cannot be missing or of another type."""
+    name = definition.command_argument
+    if not name:
+        return
+    parameter = next((p for p in definition.parameters if p.name == name), None)
+    if parameter is None or parameter.type is not ParameterType.STRING or not parameter.required:
+        raise InvalidDefinitionError(
+            f"command_argument '{name}' must name a required string parameter of "
+            f"'{definition.name}'"
+        )
+
+
+def _normalize_inputs(definition: ToolDefinition) -> ToolDefinition:
     _check_parameters(definition.parameters)
     if definition.output_schema is not None:
         check_json_schema(definition.output_schema, "output_schema")

@@ -1,8 +1,13 @@
 """The toolwire server: one registry, served on two listeners.
 
-- gRPC (grpc.aio, HTTP/2) with health and reflection: agents and providers;
-- HTTP (uvicorn, gRPC-web and Connect): code running in the sandbox, every
-  call authorised by a run token from the one `Capabilities` of the server.
+- gRPC (grpc.aio, HTTP/2, TLS when configured) with health and reflection:
+  agents, providers and operators;
+- HTTP (uvicorn, gRPC-web and Connect): code running in the sandbox (with its
+  run token) and browsers.
+
+Both authenticate with the one `Authenticator`. A server without tokens is a
+development server: it serves anonymous callers only on loopback, says so
+loudly, and refuses to start on any other address.
 
 This is the entry point that wires transports to the core; nothing else
 imports a transport.
@@ -18,20 +23,33 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .auth import LOCAL, Authenticator
 from .capabilities import Capabilities
+from .errors import ToolwireError
 from .providers import ProviderHub
 from .registry import ToolRegistry
 from .transport.connect_app import create_app
 from .transport.grpc_servicer import RegistryServicer
+from .transport.handlers import RegistryHandlers
 from .v1 import registry_service_pb2, registry_service_pb2_grpc
 
 log = logging.getLogger("toolwire")
+
+DEVELOPMENT_WARNING = """
+  ********************************************************************
+  *  DEVELOPMENT MODE: no tokens are configured.                      *
+  *  Anyone who can reach this machine's loopback address can call,   *
+  *  register and approve tools as the 'local' principal (all         *
+  *  scopes). Configure auth.tokens (--config) or TOOLWIRE_TOKENS     *
+  *  before serving anyone else.                                      *
+  ********************************************************************"""
 
 SERVICE_NAME = registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name
 
@@ -50,10 +68,68 @@ class ServerConfig:
     """0: any free port (`HttpServer.port` tells which)."""
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call the HTTP listener ("*": any); none: CORS off."""
+    tls_cert_file: Path | None = None
+    """PEM certificate chain of the gRPC listener; with `tls_key_file`, it serves TLS only."""
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    """PEM roots that client certificates must chain to; set, clients must present one."""
 
     @property
     def http_bind_host(self) -> str:
         return self.host if self.http_host is None else self.http_host
+
+
+class InsecureBindError(ToolwireError):
+    """No tokens, and an address other than loopback."""
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def development_authenticator(
+    config: ServerConfig, capabilities: Capabilities | None = None
+) -> Authenticator:
+    """The authenticator of a server without tokens: anonymous callers are the
+    local principal, on loopback only."""
+    hosts = {config.host, config.http_bind_host}
+    exposed = sorted(h for h in hosts if not is_loopback(h))
+    if exposed:
+        raise InsecureBindError(
+            f"no tokens are configured, so toolwire serves only on loopback; it will not "
+            f"listen on {', '.join(exposed)} unauthenticated. Configure tokens (auth.tokens in "
+            "the config file, or TOOLWIRE_TOKENS) or bind to 127.0.0.1"
+        )
+    return Authenticator(capabilities=capabilities, anonymous=LOCAL)
+
+
+def _read_pem(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise OSError(f"cannot read the TLS {what} {path}: {e.strerror or e}") from None
+
+
+def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    """TLS credentials when a certificate and key are configured (both or neither)."""
+    cert, key, client_ca = config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file
+    if cert is None and key is None:
+        if client_ca is not None:
+            raise OSError("a TLS client CA needs a server certificate and key too")
+        return None
+    if cert is None or key is None:
+        raise OSError("TLS needs both a certificate (--tls-cert) and a key (--tls-key)")
+    roots = None if client_ca is None else _read_pem(client_ca, "client CA")
+    return grpc.ssl_server_credentials(
+        [(_read_pem(key, "key"), _read_pem(cert, "certificate"))],
+        root_certificates=roots,
+        require_client_auth=roots is not None,
+    )
 
 
 class GrpcServer:
@@ -65,10 +141,14 @@ class GrpcServer:
         config: ServerConfig,
         extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
         hub: ProviderHub | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.registry = registry
         self.config = config
         self.hub = ProviderHub(registry) if hub is None else hub
+        self.authenticator = (
+            development_authenticator(config) if authenticator is None else authenticator
+        )
         self.health = health.aio.HealthServicer()
         self.port = 0
         self._server = grpc.aio.server(
@@ -79,7 +159,8 @@ class GrpcServer:
             ]
         )
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(
-            RegistryServicer(registry, self.hub), self._server
+            RegistryServicer(RegistryHandlers(registry, self.hub, self.authenticator)),
+            self._server,
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         self._server.add_generic_rpc_handlers(extra_handlers)
@@ -89,8 +170,12 @@ class GrpcServer:
 
     async def start(self) -> int:
         address = f"{self.config.host}:{self.config.port}"
+        credentials = server_credentials(self.config)
         try:
-            self.port = self._server.add_insecure_port(address)
+            if credentials is None:
+                self.port = self._server.add_insecure_port(address)
+            else:
+                self.port = self._server.add_secure_port(address, credentials)
         except RuntimeError as e:
             raise OSError(f"could not listen on {address}: {e}") from e
         if self.port == 0:
@@ -159,14 +244,25 @@ class HttpServer:
     bound port and `base_url` the address a local client (the sandbox) uses."""
 
     def __init__(
-        self, registry: ToolRegistry, capabilities: Capabilities, config: ServerConfig
+        self,
+        registry: ToolRegistry,
+        capabilities: Capabilities,
+        config: ServerConfig,
+        *,
+        hub: ProviderHub | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.registry = registry
         self.capabilities = capabilities
         self.config = config
+        # Never anonymous: the sandbox reaches this listener and must not be
+        # able to drop its run token.
+        auth = Authenticator(capabilities=capabilities) if authenticator is None else authenticator
+        handlers = RegistryHandlers(
+            registry, ProviderHub(registry) if hub is None else hub, auth.without_anonymous()
+        )
         self.app = create_app(
-            registry,
-            capabilities,
+            handlers,
             max_message_bytes=config.max_message_bytes,
             cors_origins=config.cors_origins,
         )
@@ -227,9 +323,10 @@ class HttpServer:
 
 
 class ToolwireServers:
-    """Both listeners over one registry, one ProviderHub and one Capabilities:
-    the code runtime issues run tokens from `capabilities` and hands the
-    sandbox `http_base_url`."""
+    """Both listeners over one registry, one ProviderHub, one Capabilities and
+    one Authenticator: the code runtime issues run tokens from `capabilities`
+    and hands the sandbox `http_base_url`. Without an authenticator the
+    servers are a development server (loopback only, no tokens)."""
 
     def __init__(
         self,
@@ -237,13 +334,22 @@ class ToolwireServers:
         config: ServerConfig,
         *,
         capabilities: Capabilities | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.registry = registry
         self.config = config
         self.capabilities = Capabilities() if capabilities is None else capabilities
+        self.development = authenticator is None
+        self.authenticator = (
+            development_authenticator(config, self.capabilities)
+            if authenticator is None
+            else authenticator
+        )
         self.hub = ProviderHub(registry)
-        self.grpc = GrpcServer(registry, config, hub=self.hub)
-        self.http = HttpServer(registry, self.capabilities, config)
+        self.grpc = GrpcServer(registry, config, hub=self.hub, authenticator=self.authenticator)
+        self.http = HttpServer(
+            registry, self.capabilities, config, hub=self.hub, authenticator=self.authenticator
+        )
 
     @property
     def http_base_url(self) -> str:
@@ -266,6 +372,7 @@ async def serve(
     config: ServerConfig,
     *,
     capabilities: Capabilities | None = None,
+    authenticator: Authenticator | None = None,
     on_started: Callable[[ToolwireServers], Awaitable[None]] | None = None,
     on_stopped: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
@@ -280,9 +387,13 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    servers = ToolwireServers(registry, config, capabilities=capabilities)
     try:
+        servers = ToolwireServers(
+            registry, config, capabilities=capabilities, authenticator=authenticator
+        )
         await servers.start()
+        if servers.development:
+            log.warning(DEVELOPMENT_WARNING)
         log.info(
             "toolwire serving %s on %s:%d (gRPC) and %s (gRPC-web, Connect) with %d tools",
             SERVICE_NAME,

@@ -8,7 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .models import CallContext, ToolDefinition
+from .auth import LOCAL, Principal
+from .models import CallContext, SandboxPlacement, ToolDefinition
+from .policy.placement import HOST, Sandboxing
 
 Handler = Callable[[Mapping[str, Any], "ToolContext"], Any]
 """Takes validated arguments and the call's context. May be sync or async; may
@@ -21,10 +23,13 @@ class ToolContext:
     Sync handlers cannot be cancelled from outside; a long-running one should
     poll `cancelled` and stop when it is set. `deadline` is the
     `time.monotonic()` value after which the registry gives up on the call.
+    `principal` is who the policy admitted the call for, `placement` the
+    sandbox constraints the policy resolved, which a handler that can enforce
+    them (memory caps of `exec`, `execute_code`) must apply.
     (A plain slots class: one is built per call, and a dataclass costs more.)
     """
 
-    __slots__ = ("call", "cancelled", "deadline", "tool_name")
+    __slots__ = ("call", "cancelled", "deadline", "placement", "principal", "tool_name")
 
     def __init__(
         self,
@@ -32,11 +37,15 @@ class ToolContext:
         call: CallContext,
         deadline: float,
         cancelled: CancelFlag | None = None,
+        principal: Principal = LOCAL,
+        placement: SandboxPlacement | None = None,
     ) -> None:
         self.tool_name = tool_name
         self.call = call
         self.deadline = deadline
         self.cancelled = cancelled or CancelFlag()
+        self.principal = principal
+        self.placement = placement
 
     def __repr__(self) -> str:
         return f"ToolContext(tool_name={self.tool_name!r}, call={self.call!r})"
@@ -68,6 +77,8 @@ class Tool:
     definition: ToolDefinition
     handler: Handler
     blocking: bool = False
+    sandboxing: Sandboxing = HOST
+    """Where the handler runs, and which constraints it can enforce per call."""
 
     @classmethod
     def of(cls, definition: ToolDefinition, handler: Handler) -> Tool:

@@ -13,7 +13,7 @@ async def test_execute_code_is_defined_and_refuses_without_a_runtime() -> None:
         registry.register(t)
     definition = registry.get("execute_code")
     assert definition is not None
-    assert definition.safety_tier is SafetyTier.PRIVILEGED
+    assert definition.safety_tier is SafetyTier.SIDE_EFFECTING
     assert "sandboxed Deno environment" in definition.description
     assert definition.input_schema is not None
     assert definition.input_schema["required"] == ["code"]

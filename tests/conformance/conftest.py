@@ -166,7 +166,7 @@ def start_server(*tool_modules: str) -> LiveServer:
     args.append("--no-builtins")
     for module in tool_modules:
         args += ["--tools", module]
-    args += ["--data-dir", str(data)]
+    args += ["--data-dir", str(data), "--config", str(HERE / "policy.toml")]
     with log.open("wb") as out:
         process = subprocess.Popen(
             args, env={**os.environ, "PYTHONPATH": str(HERE)}, stdout=out, stderr=out

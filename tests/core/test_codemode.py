@@ -45,7 +45,7 @@ class FakeSandbox:
         grant = self.capabilities.lookup(token)
         assert grant is not None
         for name, args in [("double", {"n": 21}), ("execute_code", {"code": "1"}), ("nope", {})]:
-            await self.capabilities.dispatch(self.registry, grant, name, args)
+            await self.registry.dispatch(name, args, principal=grant.as_principal())
         return self.outcome
 
 
@@ -79,10 +79,19 @@ async def test_a_run_reports_its_value_and_nested_calls() -> None:
 
 
 async def test_the_budget_bounds_nested_calls() -> None:
-    registry, _, _ = setup(Outcome(), budget=1)
+    registry, sandbox, capabilities = setup(Outcome(), budget=1)
+
+    async def twice(code: str, **kwargs: Any) -> Outcome:
+        grant = capabilities.lookup(kwargs["token"])
+        assert grant is not None
+        for _ in range(2):
+            await registry.dispatch("double", {"n": 1}, principal=grant.as_principal())
+        return sandbox.outcome
+
+    sandbox.run = twice  # type: ignore[method-assign]
     result = await registry.dispatch("execute_code", {"code": "x"})
     codes = [c["error_code"] for c in result.structured_output["tool_calls"]]
-    assert codes == [None, "denied_by_policy", "resource_exhausted"]
+    assert codes == [None, "resource_exhausted"]
 
 
 async def test_failures_map_to_error_codes() -> None:
@@ -110,7 +119,7 @@ async def test_a_busy_run_keeps_its_report_small_enough_to_carry_its_value() -> 
         grant = capabilities.lookup(kwargs["token"])
         assert grant is not None
         for _ in range(500):
-            await capabilities.dispatch(registry, grant, "double", {"n": 1})
+            await registry.dispatch("double", {"n": 1}, principal=grant.as_principal())
         return sandbox.outcome
 
     sandbox.run = many  # type: ignore[method-assign]

@@ -61,7 +61,7 @@ def test_list_shows_every_builtin_group_with_its_tier(server: Any) -> None:
     expected = {
         "memory_read": ("memory", SafetyTier.READ_ONLY),
         "memory_write": ("memory", SafetyTier.SIDE_EFFECTING),
-        "execute_code": ("code", SafetyTier.PRIVILEGED),
+        "execute_code": ("code", SafetyTier.SIDE_EFFECTING),
         "web_fetch": ("web", SafetyTier.SIDE_EFFECTING),
         "web_search": ("web", SafetyTier.READ_ONLY),
         "http_fetch": ("net", SafetyTier.SIDE_EFFECTING),
@@ -147,9 +147,18 @@ def test_files_are_confined_to_the_workspace(server: Any) -> None:
     assert (server.data_dir / "workspace" / "notes" / "a.txt").read_text() == "one\ntwo\n"
 
 
-def test_exec_runs_in_the_workspace(server: Any) -> None:
+def test_exec_runs_in_the_workspace_once_approved(server: Any) -> None:
+    """The default exec approvals: an allowlist (empty) whose misses wait for
+    an operator; the development principal may approve."""
+    command = {"command": "echo hello && pwd && exit 3"}
     with ToolwireClient(server.target) as client:
-        result = client.dispatch("exec", {"command": "echo hello && pwd && exit 3"})
+        asked = client.dispatch("exec", command)
+        assert asked.error_code is ErrorCode.APPROVAL_REQUIRED, asked.error
+        assert asked.approval is not None
+        assert asked.approval.summary == "exec: echo hello && pwd && exit 3"
+        client.approve(asked.approval.ticket_id, "a test")
+        result = client.dispatch("exec", command, approval_ticket=asked.approval.ticket_id)
+    assert result.sandbox is not None and result.sandbox.runtime.value == "host"
     assert result.structured_output["exit_code"] == 3
     assert "hello" in result.structured_output["stdout"]
     assert str((server.data_dir / "workspace").resolve()) in result.structured_output["stdout"]

@@ -80,11 +80,11 @@ async def test_dispatch_success_and_failures_are_ok_rpcs(
 @pytest.mark.parametrize(
     ("headers", "reason"),
     [
-        ({}, "RUN_TOKEN_MISSING"),
-        ({"authorization": ""}, "RUN_TOKEN_MISSING"),
-        ({"authorization": "Basic dXNlcjpwYXNz"}, "RUN_TOKEN_MISSING"),
-        ({"authorization": "Bearer "}, "RUN_TOKEN_MISSING"),
-        ({"authorization": "Bearer not-a-token"}, "RUN_TOKEN_INVALID"),
+        ({}, "TOKEN_MISSING"),
+        ({"authorization": ""}, "TOKEN_MISSING"),
+        ({"authorization": "Basic dXNlcjpwYXNz"}, "TOKEN_MALFORMED"),
+        ({"authorization": "Bearer "}, "TOKEN_MALFORMED"),
+        ({"authorization": "Bearer not-a-token"}, "TOKEN_INVALID"),
     ],
 )
 async def test_calls_without_a_valid_token_are_unauthenticated(
@@ -118,8 +118,8 @@ async def test_expired_and_revoked_tokens_are_unauthenticated(
         with pytest.raises(ConnectError) as caught:
             await client.list(rpb.ListRequest(), headers=bearer(token))
         assert caught.value.code is Code.UNAUTHENTICATED
-        assert caught.value.message == "the run token is unknown, revoked or expired"
-        assert error_info(caught.value).reason == "RUN_TOKEN_INVALID"
+        assert caught.value.message == "the token is unknown, revoked or expired"
+        assert error_info(caught.value).reason == "TOKEN_INVALID"
 
 
 async def test_every_method_needs_a_token(client: RegistryServiceClient) -> None:
@@ -243,7 +243,7 @@ async def test_stubs_and_model_tools_cover_only_granted_tools(
         )
     assert caught.value.code is Code.PERMISSION_DENIED
     info = error_info(caught.value)
-    assert info.reason == "NOT_GRANTED" and info.metadata["name"] == "text_stats"
+    assert info.reason == "DENIED_BY_POLICY" and info.metadata["name"] == "text_stats"
 
     nothing_token, _ = issue(allowed=frozenset())
     empty = await client.generate_stubs(rpb.GenerateStubsRequest(), headers=bearer(nothing_token))
@@ -287,8 +287,8 @@ async def test_run_tokens_cannot_change_the_registry(
         with pytest.raises(ConnectError) as caught:
             await call
         assert caught.value.code is Code.PERMISSION_DENIED
-        assert caught.value.message == "run tokens cannot change the registry"
-        assert error_info(caught.value).reason == "READ_ONLY_LISTENER"
+        assert "that needs the 'register' scope" in caught.value.message
+        assert error_info(caught.value).reason == "SCOPE_MISSING"
     assert servers.registry.get("add") is not None
     assert servers.registry.get("sneaky") is None
 

@@ -94,21 +94,21 @@ async def test_grpc_web_success_ends_with_a_status_trailer(
 @pytest.mark.parametrize(
     ("method", "request_message", "headers", "status", "reason"),
     [
-        ("Dispatch", rpb.DispatchRequest(name="add"), {}, "16", "RUN_TOKEN_MISSING"),
+        ("Dispatch", rpb.DispatchRequest(name="add"), {}, "16", "TOKEN_MISSING"),
         (
             "Dispatch",
             rpb.DispatchRequest(name="add"),
             {"authorization": "Bearer wrong"},
             "16",
-            "RUN_TOKEN_INVALID",
+            "TOKEN_INVALID",
         ),
-        ("Register", rpb.RegisterRequest(), {"authorization": "TOKEN"}, "7", "READ_ONLY_LISTENER"),
+        ("Register", rpb.RegisterRequest(), {"authorization": "TOKEN"}, "7", "SCOPE_MISSING"),
         (
             "GenerateStubs",
             rpb.GenerateStubsRequest(names=["execute_code"]),
             {"authorization": "TOKEN"},
             "7",
-            "NOT_GRANTED",
+            "DENIED_BY_POLICY",
         ),
         (
             "GenerateStubs",

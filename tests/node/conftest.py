@@ -60,6 +60,7 @@ def conformance_target() -> Iterator[str]:
     log = data / "serve.log"
     args = [TOOLWIRE, "serve", "--port", str(port), "--http-port", "0", "--grace", "1"]
     args += ["--no-builtins", "--tools", "conformance_tools", "--data-dir", str(data)]
+    args += ["--config", str(CONFORMANCE / "policy.toml")]
     with log.open("wb") as out:
         process = subprocess.Popen(
             args, env={**os.environ, "PYTHONPATH": str(CONFORMANCE)}, stdout=out, stderr=out

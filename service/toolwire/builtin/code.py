@@ -7,14 +7,20 @@ handler refuses honestly so a model gets a clear failure instead of silence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 from toolwire.declare import tool
-from toolwire.models import CallContext, ErrorCode, SafetyTier, ToolResult
+from toolwire.models import ErrorCode, Runtime, SafetyTier, SandboxPlacement, ToolResult
+from toolwire.policy.placement import Sandboxing
 from toolwire.tools import Tool, ToolContext
 
-CodeRunner = Callable[[str, bool, CallContext], Awaitable[ToolResult]]
-"""Runs `code` (type-checked first when the flag is set) for the caller."""
+CodeRunner = Callable[[str, bool, ToolContext], Awaitable[ToolResult]]
+"""Runs `code` (type-checked first when the flag is set) for the caller of
+`execute_code` (its principal and call context)."""
+
+SANDBOXING = Sandboxing(SandboxPlacement(runtime=Runtime.DENO, network=False))
+"""In the Deno sandbox, whose only network is the registry's own listener."""
 
 DESCRIPTION = """Execute TypeScript code in a sandboxed Deno environment and return what it returns.
 
@@ -38,7 +44,9 @@ def code_tools(runner: CodeRunner | None = None) -> list[Tool]:
     @tool(
         name="execute_code",
         description=DESCRIPTION,
-        safety_tier=SafetyTier.PRIVILEGED,
+        # Not privileged: the code can only call tools, and each of its calls
+        # goes through the caller's policy, approvals and audit on its own.
+        safety_tier=SafetyTier.SIDE_EFFECTING,
         group="code",
         timeout_seconds=RUN_TIMEOUT_SECONDS,
     )
@@ -50,6 +58,6 @@ def code_tools(runner: CodeRunner | None = None) -> list[Tool]:
         """
         if runner is None:
             return ToolResult.fail(ErrorCode.HANDLER_ERROR, NO_RUNTIME)
-        return await runner(code, check, context.call)
+        return await runner(code, check, context)
 
-    return [execute_code.tool]
+    return [dataclasses.replace(execute_code.tool, sandboxing=SANDBOXING)]

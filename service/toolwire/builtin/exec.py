@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import signal
@@ -46,7 +47,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from toolwire.declare import tool
-from toolwire.models import ErrorCode, SafetyTier, ToolResult
+from toolwire.models import ErrorCode, Runtime, SafetyTier, SandboxPlacement, ToolResult
+from toolwire.policy.placement import Constraint, Sandboxing
 from toolwire.tools import Tool, ToolContext
 from toolwire.validation import ArgumentError
 from toolwire.workspace import InvalidPathError, PathTraversalError, Workspace
@@ -114,6 +116,7 @@ def exec_tools(
         safety_tier=SafetyTier.PRIVILEGED,
         group="runtime",
         timeout_seconds=TOOL_TIMEOUT_SECONDS,
+        command_argument="command",
     )
     async def exec_command(
         command: Annotated[str, Field(min_length=1)],
@@ -130,17 +133,19 @@ def exec_tools(
         background: Start the command detached and return at once with a job
             id and the path of its log file.
         """
+        memory = context.placement.memory_limit_bytes if context.placement else None
+        argv = command_argv(runner.shell, command, memory)
         try:
             cwd = runner.workdir(workdir)
             if background:
-                return runner.start_job(command, cwd)
+                return runner.start_job(argv, cwd)
         except PathTraversalError as e:
             return ToolResult.fail(ErrorCode.DENIED_BY_POLICY, str(e))
         except InvalidPathError as e:
             raise ArgumentError(str(e)) from e
-        return await runner.run(command, cwd, timeout, context)
+        return await runner.run(argv, cwd, timeout, context)
 
-    return [exec_command.tool]
+    return [dataclasses.replace(exec_command.tool, sandboxing=SANDBOXING)]
 
 
 class _Runner:
@@ -168,7 +173,7 @@ class _Runner:
         return real
 
     async def run(
-        self, command: str, cwd: Path, timeout: float, context: ToolContext
+        self, argv: list[str], cwd: Path, timeout: float, context: ToolContext
     ) -> ToolResult:
         limit, by_deadline = _limit(timeout, context.remaining())
         started = time.monotonic()
@@ -177,9 +182,7 @@ class _Runner:
         spawn = asyncio.ensure_future(
             loop.subprocess_exec(
                 lambda: _Collect(loop, out, err),
-                self.shell,
-                "-c",
-                command,
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -221,7 +224,7 @@ class _Runner:
             else f"its timeout of {timeout:g} s",
         )
 
-    def start_job(self, command: str, cwd: Path) -> ToolResult:
+    def start_job(self, argv: list[str], cwd: Path) -> ToolResult:
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         log_path = f"{JOBS_FOLDER}/{job_id}.log"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
@@ -229,7 +232,7 @@ class _Runner:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [self.shell, "-c", command],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=subprocess.STDOUT,
@@ -253,6 +256,31 @@ class _Runner:
             f"to stop it: exec with command `kill -TERM -- -{proc.pid}`",
             {"job_id": job_id, "pid": proc.pid, "log_path": log_path, "background": True},
         )
+
+
+SANDBOXING = Sandboxing(
+    SandboxPlacement(runtime=Runtime.HOST, network=True), frozenset({Constraint.MEMORY})
+)
+"""On the host, with the host's network; the policy may cap its memory."""
+
+
+def command_argv(shell: str, command: str, memory_bytes: int | None) -> list[str]:
+    """The argv that runs `command`; with a memory cap, a first shell sets the
+    address-space limit and then becomes the shell that runs the command, so
+    the limit holds from the command's first instruction, for every process it
+    starts (no pre-exec hook in a threaded server)."""
+    if memory_bytes is None:
+        return [shell, "-c", command]
+    kib = max(1, memory_bytes // 1024)
+    return [
+        shell,
+        "-c",
+        'ulimit -v "$1" && exec "$2" -c "$3"',
+        "toolwire-exec",
+        str(kib),
+        shell,
+        command,
+    ]
 
 
 def _limit(timeout: float, remaining: float) -> tuple[float, bool]:

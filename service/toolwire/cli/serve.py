@@ -10,11 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolwire.approvals import ApprovalBook
+from toolwire.audit import DEFAULT_FILENAME as AUDIT_FILE
+from toolwire.audit import SqliteAuditLog
+from toolwire.auth import Authenticator, TokenEntry
 from toolwire.builtin import GROUPS, BuiltinSettings, builtin_tools, unknown_groups
 from toolwire.capabilities import Capabilities
 from toolwire.codemode import CodeMode
 from toolwire.errors import ToolwireError
+from toolwire.limits import ConcurrencyLimits
 from toolwire.loading import load_tool_module
+from toolwire.policy.allowlist import DEFAULT_FILENAME as ALLOWLIST_FILE
+from toolwire.policy.allowlist import ExecAllowlist
+from toolwire.policy.config import ConfigError, ToolwireConfig, load_config, token_entries
+from toolwire.policy.engine import PolicyEngine
 from toolwire.registry import ToolRegistry
 from toolwire.sandbox import DenoRuntime, Limits
 from toolwire.server import ServerConfig, ToolwireServers, serve
@@ -51,6 +60,23 @@ def add_commands(commands: Any) -> None:
     serve_cmd.add_argument(
         "--tools", action="append", default=[], metavar="MODULE",
         help="import MODULE and register its @tool functions (repeatable)",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--config", type=Path, default=env("TOOLWIRE_CONFIG"),
+        help="the security configuration (TOML): tokens, policies, exec approvals, sandbox, "
+        "limits, audit (env TOOLWIRE_CONFIG); without one: a loopback-only development server",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--tls-cert", type=Path, default=env("TOOLWIRE_TLS_CERT"),
+        help="PEM certificate chain: the gRPC listener serves TLS only (env TOOLWIRE_TLS_CERT)",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--tls-key", type=Path, default=env("TOOLWIRE_TLS_KEY"),
+        help="the certificate's PEM private key (env TOOLWIRE_TLS_KEY)",
+    )  # fmt: skip
+    serve_cmd.add_argument(
+        "--tls-client-ca", type=Path, default=env("TOOLWIRE_TLS_CLIENT_CA"),
+        help="require client certificates issued by these PEM roots (mutual TLS)",
     )  # fmt: skip
     serve_cmd.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     serve_cmd.add_argument("--default-timeout", type=float, default=30.0, metavar="SECONDS")
@@ -126,6 +152,11 @@ class _Late:
         return self._value
 
 
+def load_security(args: argparse.Namespace) -> ToolwireConfig:
+    """The configuration file's settings, or the defaults without one."""
+    return ToolwireConfig() if args.config is None else load_config(args.config)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -138,10 +169,55 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        security = load_security(args)
+        tokens = token_entries(security)
+    except ConfigError as e:
+        print(f"toolwire: {e}", file=sys.stderr)
+        return 2
+    with Security(security, args.data_dir) as wired:
+        return _serve(args, security, tokens, wired)
+
+
+class Security:
+    """The policy engine, limits and audit log of a server, and their files."""
+
+    def __init__(self, config: ToolwireConfig, data_dir: Path) -> None:
+        self.approvals = ApprovalBook(ttl_seconds=config.approvals.ttl_seconds)
+        self.allowlist = ExecAllowlist(data_dir / ALLOWLIST_FILE)
+        self.engine = PolicyEngine(config, approvals=self.approvals, allowlist=self.allowlist)
+        self.limits = ConcurrencyLimits(
+            per_principal=config.limits.max_concurrent_per_principal,
+            per_tool=config.limits.tool_concurrency,
+        )
+        self.audit = SqliteAuditLog(data_dir / AUDIT_FILE) if config.audit.enabled else None
+
+    def __enter__(self) -> Security:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.approvals.close()
+        self.allowlist.close()
+        if self.audit is not None:
+            self.audit.close()
+
+
+def _serve(
+    args: argparse.Namespace,
+    security: ToolwireConfig,
+    tokens: tuple[TokenEntry, ...],
+    wired: Security,
+) -> int:
     registry = ToolRegistry(
-        default_timeout=args.default_timeout, max_output_bytes=args.max_output_bytes
+        default_timeout=args.default_timeout,
+        max_output_bytes=args.max_output_bytes,
+        policy=wired.engine,
+        limits=wired.limits,
+        audit=wired.audit,
+        audit_arguments=security.audit.arguments,
     )
     capabilities = Capabilities()
+    authenticator = Authenticator(tokens, capabilities=capabilities) if tokens else None
     http_url = _Late("the HTTP listener has not started")
     sandbox = DenoRuntime(limits=Limits(timeout_seconds=args.code_timeout), pool_size=2)
     code_mode = CodeMode(
@@ -166,6 +242,9 @@ def run(args: argparse.Namespace) -> int:
             http_host=args.http_host,
             http_port=args.http_port,
             cors_origins=tuple(args.cors_origin),
+            tls_cert_file=args.tls_cert,
+            tls_key_file=args.tls_key,
+            tls_client_ca_file=args.tls_client_ca,
         )
         try:
 
@@ -178,11 +257,12 @@ def run(args: argparse.Namespace) -> int:
                     registry,
                     config,
                     capabilities=capabilities,
+                    authenticator=authenticator,
                     on_started=started,
                     on_stopped=sandbox.aclose,
                 )
             )
-        except OSError as e:
+        except (OSError, ToolwireError) as e:
             print(f"toolwire: {e}", file=sys.stderr)
             return 2
         return 0

@@ -1,13 +1,11 @@
 """RegistryService over gRPC-web and Connect (connectrpc, ASGI): the listener
-that code running in the sandbox reaches.
+that code running in the sandbox reaches, and browsers.
 
-The same translation as the grpc.aio servicer, over the same core, with one
-difference that is the point of this listener: every request carries a run
-token (`authorization: Bearer <token>`), and the run's grant decides what the
-caller sees and may call. Dispatch goes through `Capabilities.dispatch`, which
-refuses tools outside the grant, counts the budget and records each nested
-call; List, GenerateStubs and ToModelTools show only granted tools; nothing
-here changes the registry, and providers connect over the gRPC listener.
+The same `RegistryHandlers` as the grpc.aio servicer, so the same scopes,
+policies and dispatch; what differs is the transport, and one rule: this
+listener never serves an anonymous caller, even on a development server
+without tokens. Code in the sandbox can reach only this listener, so it cannot
+drop its run token to get out of its grant.
 
 Two small ASGI layers sit around connectrpc's application:
 - `GrpcWebTrailerFrames` turns a trailers-only gRPC-web error (status in the
@@ -20,23 +18,20 @@ Two small ASGI layers sit around connectrpc's application:
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-import grpc
 from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_codecs
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
-from toolwire import convert
-from toolwire.capabilities import Capabilities, RunGrant, granted_names
+from toolwire.auth import Principal
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
-from toolwire.events import WatchOverflowError, watch_events
 from toolwire.paging import PageTokenError
-from toolwire.registry import ToolRegistry
-from toolwire.transport.status import connect_error, connect_error_with
+from toolwire.transport.handlers import RegistryHandlers
+from toolwire.transport.status import connect_error
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1.registry_service_connect import RegistryService, RegistryServiceASGIApplication
 
@@ -47,10 +42,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _Context = RequestContext[Any, Any]
-
-
-def _unauthenticated(reason: str, message: str) -> ConnectError:
-    return connect_error_with(grpc.StatusCode.UNAUTHENTICATED, reason, message)
+_Errors = (ToolwireError, ConversionError, PageTokenError)
 
 
 def _remaining_seconds(ctx: _Context) -> float | None:
@@ -59,129 +51,123 @@ def _remaining_seconds(ctx: _Context) -> float | None:
     return None if remaining_ms is None else max(0.0, remaining_ms / 1000)
 
 
-class RunTokenRegistryService(RegistryService):
-    """RegistryService for callers holding a run token: read and dispatch only."""
+class HttpRegistryService(RegistryService):
+    """connectrpc's side of `RegistryHandlers`: headers in, ConnectErrors out."""
 
-    def __init__(self, registry: ToolRegistry, capabilities: Capabilities) -> None:
-        self._registry = registry
-        self._capabilities = capabilities
+    def __init__(self, handlers: RegistryHandlers) -> None:
+        self._handlers = handlers
 
-    def _grant(self, ctx: _Context) -> RunGrant:
-        header = ctx.request_headers.get("authorization")
-        if not header:
-            raise _unauthenticated(
-                "RUN_TOKEN_MISSING",
-                "this listener serves code runs: send the run's token as "
-                "'authorization: Bearer <token>'",
-            )
-        scheme, _, token = header.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise _unauthenticated(
-                "RUN_TOKEN_MISSING", "the authorization header must be 'Bearer <run token>'"
-            )
-        grant = self._capabilities.lookup(token.strip())
-        if grant is None:
-            raise _unauthenticated(
-                "RUN_TOKEN_INVALID", "the run token is unknown, revoked or expired"
-            )
-        return grant
-
-    def _visible_names(self, grant: RunGrant, requested: Sequence[str]) -> list[str]:
-        """The tools a request about `requested` (every tool when empty) covers,
-        refusing names the grant does not permit."""
-        if not requested:
-            return granted_names(self._registry, grant)
-        for name in requested:
-            if not grant.permits(name):
-                raise connect_error_with(
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    "NOT_GRANTED",
-                    f"this code run may not use '{name}'",
-                    {"name": name},
-                )
-        return list(requested)
-
-    def _read_only(self, ctx: _Context) -> ConnectError:
-        self._grant(ctx)
-        return connect_error_with(
-            grpc.StatusCode.PERMISSION_DENIED,
-            "READ_ONLY_LISTENER",
-            "run tokens cannot change the registry",
-        )
+    def _caller(self, method: str, ctx: _Context) -> Principal:
+        try:
+            return self._handlers.authorize(method, ctx.request_headers.get("authorization"))
+        except ToolwireError as e:
+            raise connect_error(e) from e
 
     async def register(
         self, request: rpb.RegisterRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.RegisterResponse:
-        raise self._read_only(ctx)
+        caller = self._caller("Register", ctx)
+        try:
+            return self._handlers.register(caller, request)
+        except _Errors as e:
+            raise connect_error(e) from e
 
     async def unregister(
         self, request: rpb.UnregisterRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.UnregisterResponse:
-        raise self._read_only(ctx)
+        caller = self._caller("Unregister", ctx)
+        try:
+            return self._handlers.unregister(caller, request)
+        except _Errors as e:
+            raise connect_error(e) from e
 
     async def list(
         self, request: rpb.ListRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.ListResponse:
-        grant = self._grant(ctx)
+        caller = self._caller("List", ctx)
         try:
-            page = self._registry.list_page(**convert.list_filters_from_proto(request))
-        except PageTokenError as e:
+            return self._handlers.list_tools(caller, request)
+        except _Errors as e:
             raise connect_error(e) from e
-        return convert.list_response(page, grant.permits)
 
     async def watch(
         self, request: rpb.WatchRequest, ctx: RequestContext[Any, Any], /
     ) -> AsyncIterator[rpb.WatchResponse]:
-        grant = self._grant(ctx)
+        caller = self._caller("Watch", ctx)
         try:
-            async for event in watch_events(self._registry):
-                if not event.name or grant.permits(event.name):
-                    yield convert.event_to_proto(event)
-        except WatchOverflowError as e:
+            async for event in self._handlers.watch(caller):
+                yield event
+        except _Errors as e:
             raise connect_error(e) from e
 
     async def dispatch(
         self, request: rpb.DispatchRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.DispatchResponse:
-        # The request's CallContext is ignored: nested calls act on behalf of
-        # whoever started the run, so code cannot claim another user's identity.
-        grant = self._grant(ctx)
-        result = await self._capabilities.dispatch(
-            self._registry,
-            grant,
-            request.name,
-            request.arguments_json,
-            timeout=_remaining_seconds(ctx),
-        )
-        return convert.dispatch_response(result)
+        caller = self._caller("Dispatch", ctx)
+        return await self._handlers.dispatch(caller, request, _remaining_seconds(ctx))
+
+    async def dispatch_batch(
+        self, request: rpb.DispatchBatchRequest, ctx: RequestContext[Any, Any], /
+    ) -> rpb.DispatchBatchResponse:
+        caller = self._caller("DispatchBatch", ctx)
+        try:
+            return await self._handlers.dispatch_batch(caller, request, _remaining_seconds(ctx))
+        except _Errors as e:
+            raise connect_error(e) from e
 
     async def generate_stubs(
         self, request: rpb.GenerateStubsRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.GenerateStubsResponse:
-        grant = self._grant(ctx)
+        caller = self._caller("GenerateStubs", ctx)
         try:
-            typescript = self._registry.generate_stubs(self._visible_names(grant, request.names))
-        except ToolwireError as e:
+            return self._handlers.generate_stubs(caller, request)
+        except _Errors as e:
             raise connect_error(e) from e
-        return rpb.GenerateStubsResponse(typescript=typescript)
 
     async def to_model_tools(
         self, request: rpb.ToModelToolsRequest, ctx: RequestContext[Any, Any], /
     ) -> rpb.ToModelToolsResponse:
-        grant = self._grant(ctx)
+        caller = self._caller("ToModelTools", ctx)
         try:
-            fmt = convert.format_from_proto(request.format)
-            converted = self._registry.to_model_tools(
-                fmt, self._visible_names(grant, request.names)
-            )
-        except (ToolwireError, ConversionError) as e:
+            return self._handlers.to_model_tools(caller, request)
+        except _Errors as e:
             raise connect_error(e) from e
-        return convert.model_tools_to_proto(converted)
+
+    async def approve(
+        self, request: rpb.ApproveRequest, ctx: RequestContext[Any, Any], /
+    ) -> rpb.ApproveResponse:
+        caller = self._caller("Approve", ctx)
+        try:
+            return self._handlers.approve(caller, request)
+        except _Errors as e:
+            raise connect_error(e) from e
+
+    async def deny(
+        self, request: rpb.DenyRequest, ctx: RequestContext[Any, Any], /
+    ) -> rpb.DenyResponse:
+        caller = self._caller("Deny", ctx)
+        try:
+            return self._handlers.deny(caller, request)
+        except _Errors as e:
+            raise connect_error(e) from e
+
+    async def watch_approvals(
+        self, request: rpb.WatchApprovalsRequest, ctx: RequestContext[Any, Any], /
+    ) -> AsyncIterator[rpb.WatchApprovalsResponse]:
+        self._caller("WatchApprovals", ctx)
+        try:
+            async for ticket in self._handlers.watch_approvals():
+                yield ticket
+        except _Errors as e:
+            raise connect_error(e) from e
 
     async def provide(
         self, request: AsyncIterator[rpb.ProvideRequest], ctx: RequestContext[Any, Any], /
     ) -> AsyncIterator[rpb.ProvideResponse]:
-        self._grant(ctx)
+        try:
+            self._handlers.authenticate(ctx.request_headers.get("authorization"))
+        except ToolwireError as e:
+            raise connect_error(e) from e
         raise ConnectError(
             Code.UNIMPLEMENTED,
             "providers connect over the gRPC listener: Provide is a bidirectional "
@@ -276,7 +262,7 @@ async def _plain_response(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-# What Connect-ES's `cors` constants list for its protocols, plus the run token.
+# What Connect-ES's `cors` constants list for its protocols, plus the bearer token.
 CORS_ALLOWED_METHODS = b"GET, POST"
 CORS_ALLOWED_HEADERS = (
     b"authorization, content-type, connect-protocol-version, connect-timeout-ms, "
@@ -296,7 +282,7 @@ class Cors:
     Preflight requests from an allowed origin get 204 with the methods and
     headers the Connect and gRPC-web protocols use; from any other origin, 403.
     Responses to allowed origins expose the gRPC status headers. No
-    credentials mode: the run token is a header, not a cookie.
+    credentials mode: the token is a header, not a cookie.
     """
 
     def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
@@ -358,17 +344,16 @@ class Cors:
 
 
 def create_app(
-    registry: ToolRegistry,
-    capabilities: Capabilities,
+    handlers: RegistryHandlers,
     *,
     max_message_bytes: int,
     cors_origins: Iterable[str] = (),
 ) -> ASGIApp:
     """The ASGI application of the HTTP listener: gRPC-web and Connect (binary
-    and JSON codecs over the same google.protobuf messages), run tokens
-    required, requests above `max_message_bytes` refused."""
+    and JSON codecs over the same google.protobuf messages), a token required
+    on every call, requests above `max_message_bytes` refused."""
     connect_app = RegistryServiceASGIApplication(
-        RunTokenRegistryService(registry, capabilities),
+        HttpRegistryService(handlers),
         read_max_bytes=max_message_bytes,
         codecs=google_protobuf_codecs(),
     )

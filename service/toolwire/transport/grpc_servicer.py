@@ -1,4 +1,5 @@
-"""RegistryService over gRPC (grpc.aio): protobuf in, core call, protobuf out."""
+"""RegistryService over gRPC (grpc.aio): the caller and deadline from the call,
+the work in `RegistryHandlers`, errors as rich statuses."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from typing import Any, NoReturn
 import grpc
 
 from toolwire import convert
+from toolwire.auth import Principal
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
-from toolwire.events import WatchOverflowError, watch_events
+from toolwire.events import WatchOverflowError
 from toolwire.paging import PageTokenError
-from toolwire.providers import CallCancelled, CallOrder, Outbound, ProviderHub, ProviderSession
-from toolwire.registry import ToolRegistry
+from toolwire.providers import CallCancelled, CallOrder, Outbound, ProviderSession
+from toolwire.transport.handlers import RegistryHandlers
 from toolwire.transport.status import rich_status
 from toolwire.v1 import registry_service_pb2 as rpb
 from toolwire.v1 import registry_service_pb2_grpc as rpc
@@ -53,83 +55,130 @@ def _outbound_to_proto(item: Outbound) -> rpb.ProvideResponse:
     )
 
 
+def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            return value if isinstance(value, str) else value.decode("latin-1")
+    return None
+
+
 class RegistryServicer(rpc.RegistryServiceServicer):
-    def __init__(self, registry: ToolRegistry, hub: ProviderHub) -> None:
-        self._registry = registry
-        self._hub = hub
+    """Reads the caller and the deadline off the call, lets `RegistryHandlers`
+    do the work, and turns the core's errors into rich statuses."""
+
+    def __init__(self, handlers: RegistryHandlers) -> None:
+        self._handlers = handlers
+
+    async def _caller(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
+        try:
+            return self._handlers.authorize(method, _authorization(context))
+        except ToolwireError as e:
+            await _abort(context, e)
 
     async def Register(
         self, request: rpb.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.RegisterResponse:
+        caller = await self._caller("Register", context)
         try:
-            definition = convert.definition_from_proto(request.definition)
-            stored = self._hub.register(request.provider_id, definition)
+            return self._handlers.register(caller, request)
         except (ToolwireError, ConversionError) as e:
             await _abort(context, e)
-        return rpb.RegisterResponse(definition=convert.definition_to_proto(stored))
 
     async def Unregister(
         self, request: rpb.UnregisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.UnregisterResponse:
+        caller = await self._caller("Unregister", context)
         try:
-            self._registry.unregister(request.name)
+            return self._handlers.unregister(caller, request)
         except ToolwireError as e:
             await _abort(context, e)
-        return rpb.UnregisterResponse()
 
     async def List(
         self, request: rpb.ListRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.ListResponse:
+        caller = await self._caller("List", context)
         try:
-            page = self._registry.list_page(**convert.list_filters_from_proto(request))
+            return self._handlers.list_tools(caller, request)
         except PageTokenError as e:
             await _abort(context, e)
-        return convert.list_response(page)
 
     async def Watch(
         self, request: rpb.WatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[rpb.WatchResponse]:
+        caller = await self._caller("Watch", context)
         try:
-            async for event in watch_events(self._registry):
-                yield convert.event_to_proto(event)
+            async for event in self._handlers.watch(caller):
+                yield event
         except WatchOverflowError as e:
             await _abort(context, e)
 
     async def Dispatch(
         self, request: rpb.DispatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.DispatchResponse:
-        result = await self._registry.dispatch(
-            request.name,
-            request.arguments_json,
-            convert.context_from_proto(request.context),
-            timeout=context.time_remaining(),
-        )
-        return convert.dispatch_response(result)
+        caller = await self._caller("Dispatch", context)
+        return await self._handlers.dispatch(caller, request, context.time_remaining())
+
+    async def DispatchBatch(
+        self, request: rpb.DispatchBatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> rpb.DispatchBatchResponse:
+        caller = await self._caller("DispatchBatch", context)
+        try:
+            return await self._handlers.dispatch_batch(caller, request, context.time_remaining())
+        except ToolwireError as e:
+            await _abort(context, e)
 
     async def GenerateStubs(
         self, request: rpb.GenerateStubsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.GenerateStubsResponse:
+        caller = await self._caller("GenerateStubs", context)
         try:
-            typescript = self._registry.generate_stubs(list(request.names) or None)
+            return self._handlers.generate_stubs(caller, request)
         except ToolwireError as e:
             await _abort(context, e)
-        return rpb.GenerateStubsResponse(typescript=typescript)
 
     async def ToModelTools(
         self, request: rpb.ToModelToolsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rpb.ToModelToolsResponse:
+        caller = await self._caller("ToModelTools", context)
         try:
-            fmt = convert.format_from_proto(request.format)
-            converted = self._registry.to_model_tools(fmt, list(request.names) or None)
+            return self._handlers.to_model_tools(caller, request)
         except (ToolwireError, ConversionError) as e:
             await _abort(context, e)
-        return convert.model_tools_to_proto(converted)
+
+    async def Approve(
+        self, request: rpb.ApproveRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> rpb.ApproveResponse:
+        caller = await self._caller("Approve", context)
+        try:
+            return self._handlers.approve(caller, request)
+        except ToolwireError as e:
+            await _abort(context, e)
+
+    async def Deny(
+        self, request: rpb.DenyRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> rpb.DenyResponse:
+        caller = await self._caller("Deny", context)
+        try:
+            return self._handlers.deny(caller, request)
+        except ToolwireError as e:
+            await _abort(context, e)
+
+    async def WatchApprovals(
+        self, request: rpb.WatchApprovalsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[rpb.WatchApprovalsResponse]:
+        await self._caller("WatchApprovals", context)
+        try:
+            async for ticket in self._handlers.watch_approvals():
+                yield ticket
+        except ToolwireError as e:
+            await _abort(context, e)
 
     async def Provide(
         self,
         request_iterator: AsyncIterator[rpb.ProvideRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
+        caller = await self._caller("Provide", context)
         first = await anext(aiter(request_iterator), None)
         if first is None or first.WhichOneof("kind") != "hello":
             await _abort_with(
@@ -138,16 +187,17 @@ class RegistryServicer(rpc.RegistryServiceServicer):
                 "the first message on a Provide stream must be a ProviderHello",
             )
         try:
-            tools = [convert.definition_from_proto(t) for t in first.hello.tools]
-            session, stored = self._hub.connect(first.hello.provider_name, tools)
+            session, stored = self._handlers.connect_provider(caller, first.hello)
         except (ToolwireError, ConversionError) as e:
             await _abort(context, e)
         log.info(
-            "provider %s (%s) connected with %d tools",
+            "provider %s (%s) of %s connected with %d tools",
             session.name,
             session.provider_id,
+            caller.name,
             len(stored),
         )
+        hub = self._handlers.hub
         reader = asyncio.create_task(self._read_outcomes(request_iterator, session))
         try:
             await context.write(
@@ -162,7 +212,7 @@ class RegistryServicer(rpc.RegistryServiceServicer):
                 await context.write(_outbound_to_proto(item))
         finally:
             reader.cancel()
-            gone = self._hub.disconnect(session)
+            gone = hub.disconnect(session)
             log.info("provider %s disconnected; unregistered %s", session.name, gone)
 
     async def _read_outcomes(

@@ -18,16 +18,26 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from protobuf.wkt import Any as ConnectAny
 
+from toolwire.approvals import (
+    ApprovalWatchOverflowError,
+    TicketNotFoundError,
+    TicketStateError,
+)
+from toolwire.auth import AuthenticationError, ScopeError
+from toolwire.batch import BatchError
 from toolwire.convert import ConversionError
 from toolwire.errors import (
+    ApprovalsOffError,
     DuplicateToolError,
     InvalidDefinitionError,
     NotOwnerError,
+    NotVisibleError,
     ProviderNotFoundError,
     ToolNotFoundError,
 )
 from toolwire.events import WatchOverflowError
 from toolwire.paging import PageTokenError
+from toolwire.policy.allowlist import AllowlistError
 
 DOMAIN = "toolwire"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -35,6 +45,26 @@ STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 def status_of(error: Exception) -> tuple[grpc.StatusCode, str, dict[str, str]]:
     """The status code, ErrorInfo reason and metadata that describe `error`."""
+    if isinstance(error, AuthenticationError):
+        return grpc.StatusCode.UNAUTHENTICATED, error.reason, {}
+    if isinstance(error, ScopeError):
+        meta = {"principal": error.principal, "scope": error.scope.value}
+        return grpc.StatusCode.PERMISSION_DENIED, "SCOPE_MISSING", meta
+    if isinstance(error, NotVisibleError):
+        return grpc.StatusCode.PERMISSION_DENIED, "DENIED_BY_POLICY", {"name": error.name}
+    if isinstance(error, BatchError):
+        return grpc.StatusCode.INVALID_ARGUMENT, "INVALID_BATCH", {}
+    if isinstance(error, TicketNotFoundError):
+        return grpc.StatusCode.NOT_FOUND, "TICKET_NOT_FOUND", {"ticket_id": error.ticket_id}
+    if isinstance(error, TicketStateError):
+        meta = {"ticket_id": error.ticket.ticket_id, "state": error.ticket.state.value}
+        return grpc.StatusCode.FAILED_PRECONDITION, "TICKET_NOT_PENDING", meta
+    if isinstance(error, ApprovalWatchOverflowError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_OVERFLOW", {}
+    if isinstance(error, AllowlistError):
+        return grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PATTERN", {}
+    if isinstance(error, ApprovalsOffError):
+        return grpc.StatusCode.FAILED_PRECONDITION, "APPROVALS_OFF", {}
     if isinstance(error, PageTokenError):
         return grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE", {}
     if isinstance(error, WatchOverflowError):
