@@ -41,7 +41,13 @@ import bench_server as srv
 import grpc
 from google.protobuf.internal import api_implementation
 from toolwire import convert
+from toolwire.approvals import ApprovalBook
+from toolwire.audit import SqliteAuditLog
+from toolwire.auth import Principal, Scope
+from toolwire.limits import ConcurrencyLimits
 from toolwire.output import finish, shape
+from toolwire.policy.config import ToolwireConfig
+from toolwire.policy.engine import PolicyEngine
 from toolwire.registry import ToolRegistry
 from toolwire.tools import ToolContext
 from toolwire.v1 import registry_service_pb2 as rpb
@@ -104,13 +110,19 @@ def verdict(ok: bool) -> str:
 
 
 async def time_dispatch(
-    registry: ToolRegistry, name: str, arguments: str, sizes: Sizes, *, expect_success: bool
+    registry: ToolRegistry,
+    name: str,
+    arguments: str,
+    sizes: Sizes,
+    *,
+    expect_success: bool,
+    principal: Principal | None = None,
 ) -> list[int]:
-    first = await registry.dispatch(name, arguments)
+    first = await registry.dispatch(name, arguments, principal=principal)
     if first.success is not expect_success:
         raise RuntimeError(f"unexpected result from {name}: {first}")
     for _ in range(sizes.in_process_warmup):
-        await registry.dispatch(name, arguments)
+        await registry.dispatch(name, arguments, principal=principal)
     gc.collect()
     clock = time.perf_counter_ns
     samples = [0] * sizes.in_process_calls
@@ -118,7 +130,7 @@ async def time_dispatch(
         if i % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # untimed: let the loop run as a server's would
         start = clock()
-        await registry.dispatch(name, arguments)
+        await registry.dispatch(name, arguments, principal=principal)
         samples[i] = clock() - start
     return samples
 
@@ -131,12 +143,40 @@ async def in_process(sizes: Sizes) -> dict[str, dict[str, float]]:
             "sync tool (worker thread)": (srv.SYNC_TOOL_NAME, srv.ARGUMENTS, True),
             "invalid arguments": (srv.TOOL_NAME, srv.BAD_ARGUMENTS, False),
         }
-        return {
+        results = {
             label: summary(await time_dispatch(registry, n, a, sizes, expect_success=ok))
             for label, (n, a, ok) in cases.items()
         }
     finally:
         registry.close()
+    results[SECURED] = await secured_in_process(sizes)
+    return results
+
+
+SECURED = "async tool, policy+limits+audit"
+
+
+async def secured_in_process(sizes: Sizes) -> dict[str, float]:
+    """The async tool as `toolwire serve` runs it for a token's principal: the
+    default policy, per-principal limits and the SQLite audit log."""
+    with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as folder:
+        audit = SqliteAuditLog(Path(folder) / "audit.sqlite", queue_size=1_000_000)
+        registry = srv.make_registry(
+            policy=PolicyEngine(ToolwireConfig(), approvals=ApprovalBook()),
+            limits=ConcurrencyLimits(per_principal=64),
+            audit=audit,
+        )
+        agent = Principal("agent", frozenset({Scope.DISPATCH}))
+        try:
+            samples = await time_dispatch(
+                registry, srv.TOOL_NAME, srv.ARGUMENTS, sizes, expect_success=True, principal=agent
+            )
+        finally:
+            registry.close()
+            audit.close()
+        if audit.dropped:
+            raise RuntimeError(f"the audit dropped {audit.dropped} records")
+        return summary(samples)
 
 
 def print_in_process(results: dict[str, dict[str, float]], sizes: Sizes) -> None:
@@ -150,6 +190,9 @@ def print_in_process(results: dict[str, dict[str, float]], sizes: Sizes) -> None
         if label == "async tool":
             ok = s["median_us"] < TARGET_IN_PROCESS_US
             target = f"< {TARGET_IN_PROCESS_US:g} µs per call: {verdict(ok)}"
+        elif label == SECURED:
+            ratio = s["median_us"] / results["async tool"]["median_us"]
+            target = f"{ratio:.2f}× the bare registry"
         print(f"   {label:<28}{us(s['median_us'])}{us(s['p99_us'])}{us(s['mean_us'])}   {target}")
     print()
 

@@ -67,9 +67,10 @@ def lookup_sync(arguments: Mapping[str, Any], context: ToolContext) -> str:
     return f"{arguments['query']}: nothing found"
 
 
-def make_registry() -> ToolRegistry:
-    """The registry both halves of the benchmark use: one async, one sync tool."""
-    registry = ToolRegistry()
+def make_registry(**security: Any) -> ToolRegistry:
+    """The registry both halves of the benchmark use: one async, one sync tool.
+    `security` (policy, limits, audit) as `toolwire serve` wires them."""
+    registry = ToolRegistry(**security)
     registry.register(Tool.of(_definition(TOOL_NAME), lookup))
     registry.register(Tool.of(_definition(SYNC_TOOL_NAME), lookup_sync))
     return registry

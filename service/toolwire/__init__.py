@@ -12,6 +12,7 @@ registry.register(add.tool)
 result = await registry.dispatch("add", '{"a": 1, "b": 2}')
 """
 
+from .auth import Principal, Scope
 from .declare import DeclaredTool, as_tool, tool
 from .errors import (
     DuplicateToolError,
@@ -22,11 +23,15 @@ from .errors import (
     ToolwireError,
 )
 from .models import (
+    ApprovalState,
+    ApprovalTicket,
     CallContext,
     ErrorCode,
     ModelFormat,
     ParameterType,
+    Runtime,
     SafetyTier,
+    SandboxPlacement,
     ToolDefinition,
     ToolParameter,
     ToolResult,
@@ -35,6 +40,8 @@ from .registry import ToolRegistry
 from .tools import Tool, ToolContext
 
 __all__ = [
+    "ApprovalState",
+    "ApprovalTicket",
     "CallContext",
     "DeclaredTool",
     "DuplicateToolError",
@@ -43,8 +50,12 @@ __all__ = [
     "ModelFormat",
     "NotOwnerError",
     "ParameterType",
+    "Principal",
     "ProviderNotFoundError",
+    "Runtime",
     "SafetyTier",
+    "SandboxPlacement",
+    "Scope",
     "Tool",
     "ToolContext",
     "ToolDefinition",

@@ -107,8 +107,50 @@ class AuditRecord:
     run_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A dispatch as the registry hands it over, arguments as they came.
+
+    Digesting and redacting arguments costs tens of microseconds, more than
+    the rest of a dispatch; a `CallRecord` costs next to nothing to build, and
+    the log turns it into an `AuditRecord` off the call's path."""
+
+    at: float
+    principal: str
+    tool: str
+    raw_arguments: Mapping[str, Any] | str | None
+    redaction: Redaction
+    decision: str
+    rule: str
+    duration_seconds: float
+    success: bool
+    error_code: str
+    session_id: str = ""
+    user_id: str = ""
+    ticket_id: str = ""
+    run_id: str = ""
+
+    def record(self) -> AuditRecord:
+        return AuditRecord(
+            at=self.at,
+            principal=self.principal,
+            tool=self.tool,
+            arguments_digest=digest_arguments(self.raw_arguments),
+            arguments=stored_arguments(self.raw_arguments, self.redaction),
+            decision=self.decision,
+            rule=self.rule,
+            duration_seconds=self.duration_seconds,
+            success=self.success,
+            error_code=self.error_code,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            ticket_id=self.ticket_id,
+            run_id=self.run_id,
+        )
+
+
 class AuditLog(Protocol):
-    def append(self, record: AuditRecord) -> None:
+    def append(self, record: AuditRecord | CallRecord) -> None:
         """Record a dispatch; must return at once and never raise."""
         ...
 
@@ -116,7 +158,7 @@ class AuditLog(Protocol):
 class NullAuditLog:
     """The audit of a registry that keeps none."""
 
-    def append(self, record: AuditRecord) -> None:
+    def append(self, record: AuditRecord | CallRecord) -> None:
         del record
 
 
@@ -334,7 +376,9 @@ class SqliteAuditLog:
         self.path = path
         self._batch_size = batch_size
         self._write_batch: AuditWriter = writer or insert_records
-        self._queue: queue.Queue[AuditRecord | _Barrier] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[AuditRecord | CallRecord | _Barrier] = queue.Queue(
+            maxsize=queue_size
+        )
         self._counts = threading.Lock()
         self._dropped = 0
         self._failed = 0
@@ -358,7 +402,7 @@ class SqliteAuditLog:
         with self._counts:
             return self._failed
 
-    def append(self, record: AuditRecord) -> None:
+    def append(self, record: AuditRecord | CallRecord) -> None:
         try:
             if not self._closed:
                 self._queue.put_nowait(record)
@@ -433,11 +477,11 @@ class SqliteAuditLog:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, AuditRecord):
+            if isinstance(item, AuditRecord | CallRecord):
                 with self._counts:
                     self._dropped += 1
 
-    def _drain(self, item: AuditRecord | _Barrier) -> bool:
+    def _drain(self, item: AuditRecord | CallRecord | _Barrier) -> bool:
         """Write `item` and whatever else is queued; False once told to stop."""
         batch: list[AuditRecord] = []
         while True:
@@ -448,7 +492,7 @@ class SqliteAuditLog:
                 if item.stop:
                     return False
             else:
-                batch.append(item)
+                batch.append(item if isinstance(item, AuditRecord) else item.record())
                 if len(batch) >= self._batch_size:
                     self._write(batch)
                     batch = []

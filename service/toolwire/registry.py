@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .audit import AuditLog, AuditRecord, Redaction, digest_arguments, stored_arguments
+from .audit import AuditLog, CallRecord, Redaction
 from .auth import LOCAL, Principal, Scope
 from .batch import BatchCall, run_batch, validate_batch
 from .dispatch import SyncWorkers, invoke
@@ -427,12 +427,12 @@ class ToolRegistry:
             elif result.error_code is ErrorCode.INVALID_ARGUMENTS and decision == "allowed":
                 decision = "invalid"
             self.audit.append(
-                AuditRecord(
+                CallRecord(
                     at=self._wall_clock() - result.duration_seconds,
                     principal=principal.name,
                     tool=name,
-                    arguments_digest=digest_arguments(arguments),
-                    arguments=stored_arguments(arguments, self.audit_arguments),
+                    raw_arguments=arguments,
+                    redaction=self.audit_arguments,
                     decision=decision,
                     rule=trace.rule or result.policy_rule,
                     duration_seconds=result.duration_seconds,

@@ -17,6 +17,7 @@ import pytest
 from toolwire.audit import (
     AuditError,
     AuditRecord,
+    CallRecord,
     NullAuditLog,
     Redaction,
     SqliteAuditLog,
@@ -362,3 +363,29 @@ def test_close_is_idempotent_and_drops_later_appends(tmp_path: Path) -> None:
     log.append(record(2))
     assert log.dropped == 1
     assert numbers(read_entries(path)) == [1]
+
+
+def test_a_call_record_is_digested_and_redacted_by_the_writer(tmp_path: Path) -> None:
+    """What the registry appends: raw arguments, turned into a record off the call's path."""
+    raw = '{"password": "hunter2", "query": "tides"}'
+    call = CallRecord(
+        at=1.0,
+        principal="agent",
+        tool="search",
+        raw_arguments=raw,
+        redaction=Redaction.REDACT,
+        decision="allowed",
+        rule="",
+        duration_seconds=0.01,
+        success=True,
+        error_code="",
+        run_id="r1",
+    )
+    with SqliteAuditLog(tmp_path / "audit.sqlite") as log:
+        log.append(call)
+        assert log.flush()
+    [stored] = read_entries(tmp_path / "audit.sqlite")
+    assert stored.arguments_digest == digest_arguments(raw)
+    assert stored.arguments == stored_arguments(raw, Redaction.REDACT)
+    assert "hunter2" not in (stored.arguments or "")
+    assert (stored.principal, stored.run_id) == ("agent", "r1")
