@@ -51,6 +51,7 @@ from .names import name_problem, suggest_free_name
 from .output import Output, finish
 from .paging import paginate
 from .policy.engine import Allowed, PolicyEngine, denied
+from .policy.placement import Sandboxing
 from .schema import normalize_definition
 from .stubs import generate_stubs
 from .tools import Tool, ToolContext
@@ -227,6 +228,10 @@ class ToolRegistry:
     def get(self, name: str) -> ToolDefinition | None:
         entry = self._entries.get(name)
         return entry.tool.definition if entry else None
+
+    def sandboxing_of(self, name: str) -> Sandboxing | None:
+        entry = self._entries.get(name)
+        return entry.tool.sandboxing if entry else None
 
     def owner_of(self, name: str) -> str | None:
         entry = self._entries.get(name)

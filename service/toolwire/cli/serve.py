@@ -233,6 +233,8 @@ def _serve(
             except (ImportError, ToolwireError) as e:
                 print(f"toolwire: cannot load tools from '{module}': {e}", file=sys.stderr)
                 return 2
+        for problem in wired.engine.placement_problems(registry.sandboxing_of):
+            log.warning("configuration: %s", problem)
         config = ServerConfig(
             host=args.host,
             port=args.port,

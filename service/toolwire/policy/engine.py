@@ -11,7 +11,7 @@ holds no transport and no clock of its own beyond the approval book's.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,21 @@ class PolicyEngine:
         self._admitted: dict[tuple[str, int], Denial | None] = {}
         self._commands: dict[str, str] = {}
         """The command line of each ticket of a command-running tool, for `remember`."""
+
+    def placement_problems(self, sandboxing_of: Callable[[str], Sandboxing | None]) -> list[str]:
+        """What the configuration's sandbox section asks of the tools at hand
+        that they cannot give (their calls will be denied), for the operator
+        at start-up; tools not registered yet (providers) are named too."""
+        problems = []
+        for name, override in sorted(self.config.sandbox.items()):
+            sandboxing = sandboxing_of(name)
+            if sandboxing is None:
+                problems.append(f"sandbox.{name}: no tool '{name}' is registered (yet)")
+                continue
+            outcome = resolve_placement(name, sandboxing, override)
+            if isinstance(outcome, Denial):
+                problems.append(f"{outcome.rule}: every call will be denied: {outcome.reason}")
+        return problems
 
     def policy_for(self, principal: Principal) -> tuple[str, ToolPolicy]:
         """The policy that applies to `principal` and where it is in the configuration."""
