@@ -78,17 +78,24 @@ async def test_a_run_reports_its_value_and_nested_calls() -> None:
     assert capabilities.lookup(sandbox.seen["token"]) is None, "the token dies with the run"
 
 
-async def test_the_budget_bounds_nested_calls() -> None:
-    registry, sandbox, capabilities = setup(Outcome(), budget=1)
+def calling_double(
+    registry: ToolRegistry, sandbox: FakeSandbox, capabilities: Capabilities, times: int
+) -> None:
+    """Make the fake run call `double` `times` times with its run token."""
 
-    async def twice(code: str, **kwargs: Any) -> Outcome:
+    async def run(code: str, **kwargs: Any) -> Outcome:
         grant = capabilities.lookup(kwargs["token"])
         assert grant is not None
-        for _ in range(2):
+        for _ in range(times):
             await registry.dispatch("double", {"n": 1}, principal=grant.as_principal())
         return sandbox.outcome
 
-    sandbox.run = twice  # type: ignore[method-assign]
+    sandbox.run = run  # type: ignore[method-assign]
+
+
+async def test_the_budget_bounds_nested_calls() -> None:
+    registry, sandbox, capabilities = setup(Outcome(), budget=1)
+    calling_double(registry, sandbox, capabilities, 2)
     result = await registry.dispatch("execute_code", {"code": "x"})
     codes = [c["error_code"] for c in result.structured_output["tool_calls"]]
     assert codes == [None, "resource_exhausted"]
@@ -114,15 +121,7 @@ async def test_failures_map_to_error_codes() -> None:
 
 async def test_a_busy_run_keeps_its_report_small_enough_to_carry_its_value() -> None:
     registry, sandbox, capabilities = setup(Outcome(value="done"), budget=1000)
-
-    async def many(code: str, **kwargs: Any) -> Outcome:
-        grant = capabilities.lookup(kwargs["token"])
-        assert grant is not None
-        for _ in range(500):
-            await registry.dispatch("double", {"n": 1}, principal=grant.as_principal())
-        return sandbox.outcome
-
-    sandbox.run = many  # type: ignore[method-assign]
+    calling_double(registry, sandbox, capabilities, 500)
     result = await registry.dispatch("execute_code", {"code": "x"})
     assert result.success and not result.truncated
     report = result.structured_output

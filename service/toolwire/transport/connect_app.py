@@ -17,9 +17,10 @@ Two small ASGI layers sit around connectrpc's application:
 
 from __future__ import annotations
 
+import inspect
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_codecs
@@ -43,6 +44,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _Context = RequestContext[Any, Any]
 _Errors = (ToolwireError, ConversionError, PageTokenError)
+T = TypeVar("T")
 
 
 def _remaining_seconds(ctx: _Context) -> float | None:
@@ -63,103 +65,97 @@ class HttpRegistryService(RegistryService):
         except ToolwireError as e:
             raise connect_error(e) from e
 
-    async def register(
-        self, request: rpb.RegisterRequest, ctx: RequestContext[Any, Any], /
-    ) -> rpb.RegisterResponse:
-        caller = self._caller("Register", ctx)
+    async def _unary(
+        self, method: str, ctx: _Context, work: Callable[[Principal], Awaitable[T] | T]
+    ) -> T:
+        caller = self._caller(method, ctx)
         try:
-            return self._handlers.register(caller, request)
+            outcome = work(caller)
+            return await outcome if inspect.isawaitable(outcome) else outcome
         except _Errors as e:
             raise connect_error(e) from e
+
+    async def _stream(
+        self, method: str, ctx: _Context, work: Callable[[Principal], AsyncIterator[T]]
+    ) -> AsyncIterator[T]:
+        caller = self._caller(method, ctx)
+        try:
+            async for item in work(caller):
+                yield item
+        except _Errors as e:
+            raise connect_error(e) from e
+
+    async def register(
+        self, request: rpb.RegisterRequest, ctx: _Context, /
+    ) -> rpb.RegisterResponse:
+        return await self._unary(
+            "Register", ctx, lambda caller: self._handlers.register(caller, request)
+        )
 
     async def unregister(
-        self, request: rpb.UnregisterRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.UnregisterRequest, ctx: _Context, /
     ) -> rpb.UnregisterResponse:
-        caller = self._caller("Unregister", ctx)
-        try:
-            return self._handlers.unregister(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+        return await self._unary(
+            "Unregister", ctx, lambda caller: self._handlers.unregister(caller, request)
+        )
 
-    async def list(
-        self, request: rpb.ListRequest, ctx: RequestContext[Any, Any], /
-    ) -> rpb.ListResponse:
-        caller = self._caller("List", ctx)
-        try:
-            return self._handlers.list_tools(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+    async def list(self, request: rpb.ListRequest, ctx: _Context, /) -> rpb.ListResponse:
+        return await self._unary(
+            "List", ctx, lambda caller: self._handlers.list_tools(caller, request)
+        )
 
-    async def watch(
-        self, request: rpb.WatchRequest, ctx: RequestContext[Any, Any], /
+    def watch(
+        self, request: rpb.WatchRequest, ctx: _Context, /
     ) -> AsyncIterator[rpb.WatchResponse]:
-        caller = self._caller("Watch", ctx)
-        try:
-            async for event in self._handlers.watch(caller):
-                yield event
-        except _Errors as e:
-            raise connect_error(e) from e
+        return self._stream("Watch", ctx, self._handlers.watch)
 
     async def dispatch(
-        self, request: rpb.DispatchRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.DispatchRequest, ctx: _Context, /
     ) -> rpb.DispatchResponse:
-        caller = self._caller("Dispatch", ctx)
-        return await self._handlers.dispatch(caller, request, _remaining_seconds(ctx))
+        return await self._unary(
+            "Dispatch",
+            ctx,
+            lambda caller: self._handlers.dispatch(caller, request, _remaining_seconds(ctx)),
+        )
 
     async def dispatch_batch(
-        self, request: rpb.DispatchBatchRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.DispatchBatchRequest, ctx: _Context, /
     ) -> rpb.DispatchBatchResponse:
-        caller = self._caller("DispatchBatch", ctx)
-        try:
-            return await self._handlers.dispatch_batch(caller, request, _remaining_seconds(ctx))
-        except _Errors as e:
-            raise connect_error(e) from e
+        return await self._unary(
+            "DispatchBatch",
+            ctx,
+            lambda caller: self._handlers.dispatch_batch(caller, request, _remaining_seconds(ctx)),
+        )
 
     async def generate_stubs(
-        self, request: rpb.GenerateStubsRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.GenerateStubsRequest, ctx: _Context, /
     ) -> rpb.GenerateStubsResponse:
-        caller = self._caller("GenerateStubs", ctx)
-        try:
-            return self._handlers.generate_stubs(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+        return await self._unary(
+            "GenerateStubs", ctx, lambda caller: self._handlers.generate_stubs(caller, request)
+        )
 
     async def to_model_tools(
-        self, request: rpb.ToModelToolsRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.ToModelToolsRequest, ctx: _Context, /
     ) -> rpb.ToModelToolsResponse:
-        caller = self._caller("ToModelTools", ctx)
-        try:
-            return self._handlers.to_model_tools(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+        return await self._unary(
+            "ToModelTools", ctx, lambda caller: self._handlers.to_model_tools(caller, request)
+        )
 
-    async def approve(
-        self, request: rpb.ApproveRequest, ctx: RequestContext[Any, Any], /
-    ) -> rpb.ApproveResponse:
-        caller = self._caller("Approve", ctx)
-        try:
-            return self._handlers.approve(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+    async def approve(self, request: rpb.ApproveRequest, ctx: _Context, /) -> rpb.ApproveResponse:
+        return await self._unary(
+            "Approve", ctx, lambda caller: self._handlers.approve(caller, request)
+        )
 
-    async def deny(
-        self, request: rpb.DenyRequest, ctx: RequestContext[Any, Any], /
-    ) -> rpb.DenyResponse:
-        caller = self._caller("Deny", ctx)
-        try:
-            return self._handlers.deny(caller, request)
-        except _Errors as e:
-            raise connect_error(e) from e
+    async def deny(self, request: rpb.DenyRequest, ctx: _Context, /) -> rpb.DenyResponse:
+        return await self._unary("Deny", ctx, lambda caller: self._handlers.deny(caller, request))
 
     async def watch_approvals(
-        self, request: rpb.WatchApprovalsRequest, ctx: RequestContext[Any, Any], /
+        self, request: rpb.WatchApprovalsRequest, ctx: _Context, /
     ) -> AsyncIterator[rpb.WatchApprovalsResponse]:
-        self._caller("WatchApprovals", ctx)
-        try:
-            async for ticket in self._handlers.watch_approvals():
-                yield ticket
-        except _Errors as e:
-            raise connect_error(e) from e
+        async for ticket in self._stream(
+            "WatchApprovals", ctx, lambda _: self._handlers.watch_approvals()
+        ):
+            yield ticket
 
     async def provide(
         self, request: AsyncIterator[rpb.ProvideRequest], ctx: RequestContext[Any, Any], /

@@ -4,9 +4,10 @@ the work in `RegistryHandlers`, errors as rich statuses."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, NoReturn
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 import grpc
 
@@ -14,7 +15,6 @@ from toolwire import convert
 from toolwire.auth import Principal
 from toolwire.convert import ConversionError
 from toolwire.errors import ToolwireError
-from toolwire.events import WatchOverflowError
 from toolwire.paging import PageTokenError
 from toolwire.providers import CallCancelled, CallOrder, Outbound, ProviderSession
 from toolwire.transport.handlers import RegistryHandlers
@@ -62,6 +62,11 @@ def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     return None
 
 
+_Errors = (ToolwireError, ConversionError, PageTokenError)
+_Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+T = TypeVar("T")
+
+
 class RegistryServicer(rpc.RegistryServiceServicer):
     """Reads the caller and the deadline off the call, lets `RegistryHandlers`
     do the work, and turns the core's errors into rich statuses."""
@@ -69,109 +74,107 @@ class RegistryServicer(rpc.RegistryServiceServicer):
     def __init__(self, handlers: RegistryHandlers) -> None:
         self._handlers = handlers
 
-    async def _caller(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
+    async def _caller(self, method: str, context: _Context) -> Principal:
         try:
             return self._handlers.authorize(method, _authorization(context))
         except ToolwireError as e:
             await _abort(context, e)
 
-    async def Register(
-        self, request: rpb.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> rpb.RegisterResponse:
-        caller = await self._caller("Register", context)
+    async def _unary(
+        self, method: str, context: _Context, work: Callable[[Principal], Awaitable[T] | T]
+    ) -> T:
+        caller = await self._caller(method, context)
         try:
-            return self._handlers.register(caller, request)
-        except (ToolwireError, ConversionError) as e:
+            outcome = work(caller)
+            return await outcome if inspect.isawaitable(outcome) else outcome
+        except _Errors as e:
             await _abort(context, e)
+
+    async def _stream(
+        self, method: str, context: _Context, work: Callable[[Principal], AsyncIterator[T]]
+    ) -> AsyncIterator[T]:
+        caller = await self._caller(method, context)
+        try:
+            async for item in work(caller):
+                yield item
+        except _Errors as e:
+            await _abort(context, e)
+
+    async def Register(
+        self, request: rpb.RegisterRequest, context: _Context
+    ) -> rpb.RegisterResponse:
+        return await self._unary(
+            "Register", context, lambda caller: self._handlers.register(caller, request)
+        )
 
     async def Unregister(
-        self, request: rpb.UnregisterRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.UnregisterRequest, context: _Context
     ) -> rpb.UnregisterResponse:
-        caller = await self._caller("Unregister", context)
-        try:
-            return self._handlers.unregister(caller, request)
-        except ToolwireError as e:
-            await _abort(context, e)
+        return await self._unary(
+            "Unregister", context, lambda caller: self._handlers.unregister(caller, request)
+        )
 
-    async def List(
-        self, request: rpb.ListRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> rpb.ListResponse:
-        caller = await self._caller("List", context)
-        try:
-            return self._handlers.list_tools(caller, request)
-        except PageTokenError as e:
-            await _abort(context, e)
+    async def List(self, request: rpb.ListRequest, context: _Context) -> rpb.ListResponse:
+        return await self._unary(
+            "List", context, lambda caller: self._handlers.list_tools(caller, request)
+        )
 
     async def Watch(
-        self, request: rpb.WatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.WatchRequest, context: _Context
     ) -> AsyncIterator[rpb.WatchResponse]:
-        caller = await self._caller("Watch", context)
-        try:
-            async for event in self._handlers.watch(caller):
-                yield event
-        except WatchOverflowError as e:
-            await _abort(context, e)
+        async for event in self._stream("Watch", context, self._handlers.watch):
+            yield event
 
     async def Dispatch(
-        self, request: rpb.DispatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.DispatchRequest, context: _Context
     ) -> rpb.DispatchResponse:
-        caller = await self._caller("Dispatch", context)
-        return await self._handlers.dispatch(caller, request, context.time_remaining())
+        return await self._unary(
+            "Dispatch",
+            context,
+            lambda caller: self._handlers.dispatch(caller, request, context.time_remaining()),
+        )
 
     async def DispatchBatch(
-        self, request: rpb.DispatchBatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.DispatchBatchRequest, context: _Context
     ) -> rpb.DispatchBatchResponse:
-        caller = await self._caller("DispatchBatch", context)
-        try:
-            return await self._handlers.dispatch_batch(caller, request, context.time_remaining())
-        except ToolwireError as e:
-            await _abort(context, e)
+        return await self._unary(
+            "DispatchBatch",
+            context,
+            lambda caller: self._handlers.dispatch_batch(caller, request, context.time_remaining()),
+        )
 
     async def GenerateStubs(
-        self, request: rpb.GenerateStubsRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.GenerateStubsRequest, context: _Context
     ) -> rpb.GenerateStubsResponse:
-        caller = await self._caller("GenerateStubs", context)
-        try:
-            return self._handlers.generate_stubs(caller, request)
-        except ToolwireError as e:
-            await _abort(context, e)
+        return await self._unary(
+            "GenerateStubs", context, lambda caller: self._handlers.generate_stubs(caller, request)
+        )
 
     async def ToModelTools(
-        self, request: rpb.ToModelToolsRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.ToModelToolsRequest, context: _Context
     ) -> rpb.ToModelToolsResponse:
-        caller = await self._caller("ToModelTools", context)
-        try:
-            return self._handlers.to_model_tools(caller, request)
-        except (ToolwireError, ConversionError) as e:
-            await _abort(context, e)
+        return await self._unary(
+            "ToModelTools", context, lambda caller: self._handlers.to_model_tools(caller, request)
+        )
 
-    async def Approve(
-        self, request: rpb.ApproveRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> rpb.ApproveResponse:
-        caller = await self._caller("Approve", context)
-        try:
-            return self._handlers.approve(caller, request)
-        except ToolwireError as e:
-            await _abort(context, e)
+    async def Approve(self, request: rpb.ApproveRequest, context: _Context) -> rpb.ApproveResponse:
+        return await self._unary(
+            "Approve", context, lambda caller: self._handlers.approve(caller, request)
+        )
 
-    async def Deny(
-        self, request: rpb.DenyRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> rpb.DenyResponse:
-        caller = await self._caller("Deny", context)
-        try:
-            return self._handlers.deny(caller, request)
-        except ToolwireError as e:
-            await _abort(context, e)
+    async def Deny(self, request: rpb.DenyRequest, context: _Context) -> rpb.DenyResponse:
+        return await self._unary(
+            "Deny", context, lambda caller: self._handlers.deny(caller, request)
+        )
 
     async def WatchApprovals(
-        self, request: rpb.WatchApprovalsRequest, context: grpc.aio.ServicerContext[Any, Any]
+        self, request: rpb.WatchApprovalsRequest, context: _Context
     ) -> AsyncIterator[rpb.WatchApprovalsResponse]:
-        await self._caller("WatchApprovals", context)
-        try:
-            async for ticket in self._handlers.watch_approvals():
-                yield ticket
-        except ToolwireError as e:
-            await _abort(context, e)
+        tickets = self._stream(
+            "WatchApprovals", context, lambda _: self._handlers.watch_approvals()
+        )
+        async for ticket in tickets:
+            yield ticket
 
     async def Provide(
         self,
