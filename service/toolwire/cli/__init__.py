@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import allowlist, approvals, audit, memory, remote, serve
+from . import allowlist, approvals, audit, config, memory, remote, serve
 
 
 def parser() -> argparse.ArgumentParser:
@@ -24,6 +24,7 @@ def parser() -> argparse.ArgumentParser:
     memory.add_commands(commands)
     audit.add_commands(commands)
     allowlist.add_commands(commands)
+    config.add_commands(commands)
     return root
 
 

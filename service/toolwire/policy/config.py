@@ -138,7 +138,8 @@ def describe(error: ValidationError, source: str) -> str:
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "not a known setting (see `toolwire config schema`)"
-        lines.append(f"  {_location(loc)}: {message}")
+        # A whole-file check (a token's policy) names its own place in the message.
+        lines.append(f"  {_location(loc)}: {message}" if loc else f"  {message}")
     return "\n".join(lines)
 
 
