@@ -5,8 +5,8 @@ Every transport (gRPC, gRPC-web, the CLI, providers, code runs) goes through
 timeouts, truncation and audit are decided here once, in that order:
 
     lookup → tool policy (layer 1, and a run's grant) → validation →
-    exec approvals (layer 2) and the approval gate → sandbox (layer 3) →
-    concurrency limits → handler under its timeout → truncation → audit
+    concurrency limits → exec approvals (layer 2) and the approval gate →
+    sandbox (layer 3) → handler under its timeout → truncation → audit
 
 Mutations swap in a new table under a lock, so dispatch reads a consistent
 snapshot without taking the lock. The policy engine, limits and audit log are
@@ -381,19 +381,8 @@ class ToolRegistry:
             return ToolResult.fail(
                 ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for '{name}': {e}"
             )
-        placement = None
-        if policy is not None:
-            verdict = policy.decide(
-                principal, definition, entry.tool.sandboxing, checked, context, ticket
-            )
-            if not isinstance(verdict, Allowed):
-                return _traced(verdict, trace)
-            placement = trace.placement = verdict.placement
-            trace.decision, trace.rule, trace.ticket_id = (
-                verdict.decision,
-                verdict.rule,
-                verdict.ticket_id,
-            )
+        # The deadline and the limits are checked before the policy decides,
+        # so that a call that cannot start now never spends its approval ticket.
         limit = entry.timeout if timeout is None else min(entry.timeout, timeout)
         if limit <= 0:
             return ToolResult.fail(
@@ -405,8 +394,21 @@ class ToolRegistry:
             if isinstance(taken, ToolResult):
                 return _traced(taken, trace, decision="refused")
             slot = taken
-        tool_context = ToolContext(name, context, start + limit, None, principal, placement)
         try:
+            placement = None
+            if policy is not None:
+                verdict = policy.decide(
+                    principal, definition, entry.tool.sandboxing, checked, context, ticket
+                )
+                if not isinstance(verdict, Allowed):
+                    return _traced(verdict, trace)
+                placement = trace.placement = verdict.placement
+                trace.decision, trace.rule, trace.ticket_id = (
+                    verdict.decision,
+                    verdict.rule,
+                    verdict.ticket_id,
+                )
+            tool_context = ToolContext(name, context, start + limit, None, principal, placement)
             return await invoke(entry.tool, checked, tool_context, limit, self._workers)
         except Exception as e:  # a bug of ours must still not crash the caller
             return ToolResult.fail(ErrorCode.HANDLER_ERROR, f"internal error running '{name}': {e}")

@@ -62,7 +62,9 @@ class PolicyEngine:
         self.config = config
         self.approvals = approvals
         self.allowlist = allowlist
-        self._admitted: dict[tuple[str, int], Denial | None] = {}
+        self._admitted: dict[tuple[str, int], tuple[ToolDefinition, Denial | None]] = {}
+        """Layer-1 answers by policy and definition; each holds its definition,
+        so the id in its key cannot be reused by another tool while it is cached."""
         self._commands: dict[str, str] = {}
         """The command line of each ticket of a command-running tool, for `remember`."""
 
@@ -93,11 +95,14 @@ class PolicyEngine:
             return Denial("run grant", f"this code run may not call '{definition.name}'")
         where, policy = self.policy_for(principal)
         key = (where, id(definition))
-        if key not in self._admitted:  # definitions are immutable; policies fixed
-            if len(self._admitted) > 65536:
-                self._admitted.clear()
-            self._admitted[key] = check_tool(policy, where, definition)
-        return self._admitted[key]
+        cached = self._admitted.get(key)
+        if cached is not None and cached[0] is definition:  # immutable; policies fixed
+            return cached[1]
+        if len(self._admitted) > 65536:
+            self._admitted.clear()
+        denial = check_tool(policy, where, definition)
+        self._admitted[key] = (definition, denial)
+        return denial
 
     def visible(self, principal: Principal, definition: ToolDefinition) -> bool:
         return self.admit(principal, definition) is None
