@@ -81,22 +81,35 @@ def schedule(calls: Sequence[BatchCall], tier_of: TierOf) -> list[list[int]]:
 
 
 async def run_batch(
-    calls: Sequence[BatchCall], tier_of: TierOf, run_one: RunOne
+    calls: Sequence[BatchCall],
+    tier_of: TierOf,
+    run_one: RunOne,
+    *,
+    max_concurrency: int | None = None,
 ) -> list[ToolResult]:
     """Run the steps of `schedule` one after another, the calls of a step
-    concurrently; results in request order.
+    concurrently (at most `max_concurrency` at once: a batch must not trip its
+    own caller's concurrency limit); results in request order.
 
     A call whose `run_one` raises gets a HANDLER_ERROR result and the batch
     goes on, so one broken call cannot cost the model the others' results.
     Cancelling the batch cancels the calls in flight and propagates.
     """
     results: dict[int, ToolResult] = {}
+    gate = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def gated(call: BatchCall) -> ToolResult:
+        if gate is None:
+            return await _guarded(run_one, call)
+        async with gate:
+            return await _guarded(run_one, call)
+
     for step in schedule(calls, tier_of):
         if len(step) == 1:
             results[step[0]] = await _guarded(run_one, calls[step[0]])
             continue
         async with asyncio.TaskGroup() as group:
-            tasks = [(i, group.create_task(_guarded(run_one, calls[i]))) for i in step]
+            tasks = [(i, group.create_task(gated(calls[i]))) for i in step]
         for index, task in tasks:
             results[index] = task.result()
     return [results[i] for i in range(len(calls))]

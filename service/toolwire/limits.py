@@ -103,6 +103,10 @@ class ConcurrencyLimits:
             tool if limit else None,
         )
 
+    @property
+    def per_principal(self) -> int | None:
+        return self._per_principal
+
     def in_flight(self, principal: str) -> int:
         """Calls of `principal` in flight (counted only under a principal limit)."""
         with self._lock:

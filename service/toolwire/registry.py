@@ -483,7 +483,8 @@ class ToolRegistry:
                 ticket=call.approval_ticket,
             )
 
-        return await run_batch(calls, tier_of, run_one)
+        cap = None if self.limits is None else self.limits.per_principal
+        return await run_batch(calls, tier_of, run_one, max_concurrency=cap)
 
     def close(self) -> None:
         self._workers.shutdown()

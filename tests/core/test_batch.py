@@ -248,3 +248,22 @@ def test_validate_refuses_a_duplicate_call_id() -> None:
     with pytest.raises(BatchError) as e:
         validate_batch(calls)
     assert str(e.value) == "call_id 'c1' is used by calls 1 and 3; give every call its own id"
+
+
+async def test_a_step_runs_at_most_max_concurrency_calls_at_once() -> None:
+    """A long read-only step must not trip its own caller's concurrency limit."""
+    in_flight, peak = 0, 0
+
+    async def run_one(call: BatchCall) -> ToolResult:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        in_flight -= 1
+        return ToolResult.ok(call.call_id)
+
+    calls = [BatchCall(f"c{i}", "read") for i in range(10)]
+    results = await run_batch(calls, lambda _: SafetyTier.READ_ONLY, run_one, max_concurrency=3)
+    assert [r.output for r in results] == [c.call_id for c in calls]
+    assert peak == 3
