@@ -86,14 +86,27 @@ class RegistryHandlers:
         return convert.list_response(page)
 
     async def watch(self, principal: Principal) -> AsyncIterator[rpb.WatchResponse]:
-        """Registry events about the tools the caller may see."""
-        run = principal.run
+        """Registry events about the tools the caller may see.
+
+        A removal carries no definition to check, and the removal of a hidden
+        tool would give its name away: removals are shown only for tools the
+        caller could see (at SYNCED, or added since)."""
+        shown: set[str] = set()
         async for event in watch_events(self.registry):
-            if event.kind is EventKind.TOOL_ADDED and event.definition is not None:
+            if event.kind is EventKind.SYNCED:
+                # Before the caller gets SYNCED, so before any List it makes after it.
+                shown = {
+                    d.name for d in self.registry.list() if self.registry.visible(principal, d)
+                }
+            elif event.kind is EventKind.TOOL_ADDED and event.definition is not None:
                 if not self.registry.visible(principal, event.definition):
+                    shown.discard(event.name)
                     continue
-            elif run is not None and event.name and not run.permits(event.name):
-                continue
+                shown.add(event.name)
+            elif event.kind is EventKind.TOOL_REMOVED:
+                if event.name not in shown:
+                    continue
+                shown.discard(event.name)
             yield convert.event_to_proto(event)
 
     async def dispatch(
