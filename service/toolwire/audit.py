@@ -16,6 +16,7 @@ lets an operator check whether two calls were the same without seeing either.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -131,12 +132,13 @@ class CallRecord:
     run_id: str = ""
 
     def record(self) -> AuditRecord:
+        parsed = _parsed(self.raw_arguments)
         return AuditRecord(
             at=self.at,
             principal=self.principal,
             tool=self.tool,
-            arguments_digest=digest_arguments(self.raw_arguments),
-            arguments=stored_arguments(self.raw_arguments, self.redaction),
+            arguments_digest=_digest(self.raw_arguments, parsed),
+            arguments=_stored(self.raw_arguments, parsed, self.redaction),
             decision=self.decision,
             rule=self.rule,
             duration_seconds=self.duration_seconds,
@@ -205,18 +207,32 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _json_data(arguments: Mapping[str, Any] | str | None, parsed: Any) -> Any:
+    """Parsed JSON text is plain already; only a mapping needs `_plain`."""
+    return parsed if arguments is None or isinstance(arguments, str) else _plain(parsed)
+
+
 def digest_arguments(arguments: Mapping[str, Any] | str | None) -> str:
     """`sha256:<hex>` of the canonical JSON of the arguments, the same for any
     key order or whitespace; text that is not JSON is digested as is."""
-    parsed = _parsed(arguments)
+    return _digest(arguments, _parsed(arguments))
+
+
+def _digest(arguments: Mapping[str, Any] | str | None, parsed: Any) -> str:
     try:
-        data = _utf8(parsed.text if isinstance(parsed, _NotJson) else _canonical(_plain(parsed)))
+        data = _utf8(
+            parsed.text
+            if isinstance(parsed, _NotJson)
+            else _canonical(_json_data(arguments, parsed))
+        )
     except (ValueError, RecursionError):  # e.g. a self-referencing mapping
         data = _utf8(repr(arguments))
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_secret(key: str) -> bool:
+    """Cached: tools repeat the same few argument names call after call."""
     lowered = key.lower()
     return any(marker in lowered for marker in SECRET_KEY_MARKERS)
 
@@ -252,11 +268,18 @@ def stored_arguments(arguments: Mapping[str, Any] | str | None, redaction: Redac
     """
     if redaction is Redaction.NONE:
         return None
-    parsed = _parsed(arguments)
+    return _stored(arguments, _parsed(arguments), redaction)
+
+
+def _stored(
+    arguments: Mapping[str, Any] | str | None, parsed: Any, redaction: Redaction
+) -> str | None:
+    if redaction is Redaction.NONE:
+        return None
     if isinstance(parsed, _NotJson):
         return json.dumps(f"<invalid JSON, {len(parsed.text)} chars>")
     try:
-        plain = _plain(parsed)
+        plain = _json_data(arguments, parsed)
         stored = _shape(plain) if redaction is Redaction.REDACT else _without_secrets(plain)
         return json.dumps(stored, ensure_ascii=False)
     except (ValueError, RecursionError):
