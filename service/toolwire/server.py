@@ -375,12 +375,15 @@ async def serve(
     authenticator: Authenticator | None = None,
     on_started: Callable[[ToolwireServers], Awaitable[None]] | None = None,
     on_stopped: Callable[[], Awaitable[None]] | None = None,
+    until: Callable[[ToolwireServers], Awaitable[None]] | None = None,
 ) -> None:
     """Run both listeners until SIGINT or SIGTERM, then shut both down gracefully.
 
     `capabilities` lets the caller share the run grants with what it wires in
     (the code runtime); `on_started` sees the started servers (bound ports,
-    `http_base_url`); `on_stopped` runs after both listeners have stopped."""
+    `http_base_url`); `on_stopped` runs after both listeners have stopped;
+    when `until` (started with the servers) returns, they shut down as on a
+    signal (e.g. an MCP client closed the stdio session)."""
     # Signals are handled from the first moment, so a SIGTERM that arrives while
     # the servers start (or while `on_started` runs) still stops them gracefully.
     stop = asyncio.Event()
@@ -404,7 +407,12 @@ async def serve(
         )
         if on_started is not None:
             await on_started(servers)
+        ending = None if until is None else asyncio.ensure_future(until(servers))
+        if ending is not None:
+            ending.add_done_callback(lambda _: stop.set())
         await stop.wait()
+        if ending is not None and not ending.done():
+            ending.cancel()
         log.info("shutting down (grace %.1f s)", config.grace_seconds)
         await servers.stop()
         if on_stopped is not None:

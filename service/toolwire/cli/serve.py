@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,19 @@ def load_security(args: argparse.Namespace) -> ToolwireConfig:
     return ToolwireConfig() if args.config is None else load_config(args.config)
 
 
-def run(args: argparse.Namespace) -> int:
+Companion = Callable[[ToolwireServers, ToolwireConfig], Awaitable[None]]
+"""Work that runs beside the listeners once they are up (an MCP front, MCP
+imports), over the same registry (`servers.registry`)."""
+
+
+def run(
+    args: argparse.Namespace,
+    *,
+    alongside: Sequence[Companion] = (),
+    until: Companion | None = None,
+) -> int:
+    """`toolwire serve`; `alongside` run as tasks while it serves (cancelled at
+    shutdown); when `until` returns, the server shuts down as on SIGTERM."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -176,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"toolwire: {e}", file=sys.stderr)
         return 2
     with Security(security, args.data_dir) as wired:
-        return _serve(args, security, tokens, wired)
+        return _serve(args, security, tokens, wired, alongside, until)
 
 
 class Security:
@@ -207,6 +220,8 @@ def _serve(
     security: ToolwireConfig,
     tokens: tuple[TokenEntry, ...],
     wired: Security,
+    alongside: Sequence[Companion],
+    until: Companion | None,
 ) -> int:
     registry = ToolRegistry(
         default_timeout=args.default_timeout,
@@ -249,10 +264,18 @@ def _serve(
             tls_client_ca_file=args.tls_client_ca,
         )
         try:
+            tasks: list[asyncio.Future[None]] = []
 
             async def started(servers: ToolwireServers) -> None:
                 http_url.set(servers.http_base_url)
                 await sandbox.warm(servers.http_base_url)
+                tasks.extend(asyncio.ensure_future(c(servers, security)) for c in alongside)
+
+            async def stopped() -> None:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await sandbox.aclose()
 
             asyncio.run(
                 serve(
@@ -261,7 +284,8 @@ def _serve(
                     capabilities=capabilities,
                     authenticator=authenticator,
                     on_started=started,
-                    on_stopped=sandbox.aclose,
+                    on_stopped=stopped,
+                    until=None if until is None else (lambda servers: until(servers, security)),
                 )
             )
         except (OSError, ToolwireError) as e:
