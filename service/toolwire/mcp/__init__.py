@@ -1,0 +1,1 @@
+"""MCP both ways: toolwire as an MCP server, and MCP servers imported as toolwire tools."""
