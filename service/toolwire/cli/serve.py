@@ -188,6 +188,10 @@ def run(
     except ConfigError as e:
         print(f"toolwire: {e}", file=sys.stderr)
         return 2
+    if security.mcp.servers:  # the configured MCP imports run beside the listeners
+        from toolwire.mcp.importer import import_configured
+
+        alongside = (*alongside, import_configured)
     with Security(security, args.data_dir) as wired:
         return _serve(args, security, tokens, wired, alongside, until)
 

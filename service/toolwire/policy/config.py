@@ -91,6 +91,59 @@ class AuditConfig(BaseModel):
     """redact: keys and types only; full: as sent, secrets masked; none: not stored."""
 
 
+class McpServerConfig(BaseModel):
+    """One MCP server whose tools are imported (`[[mcp.servers]]`): started as a
+    stdio subprocess (`command`) or reached over streamable HTTP (`url`)."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    """The namespace prefix: its tools are registered as `NAME__TOOL`, in group NAME."""
+    command: tuple[str, ...] | None = Field(default=None, min_length=1)
+    """The program and its arguments (stdio transport)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the command."""
+    cwd: str | None = None
+    """The command's working folder."""
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    """A streamable HTTP endpoint."""
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    """Each imported tool's timeout, and the bound of every request to the server."""
+    restart_initial_seconds: float = Field(default=1.0, gt=0)
+    """The wait before the first restart of a server that died or could not start."""
+    restart_max_seconds: float = Field(default=60.0, gt=0)
+    """The cap of the wait between restarts."""
+    restart_multiplier: float = Field(default=2.0, ge=1.0)
+    """How much the wait grows after each failed start."""
+    ping_interval_seconds: float = Field(default=5.0, gt=0)
+    """How often a running server is pinged to notice that it is gone."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command and url")
+        if self.url is not None and (self.env or self.cwd is not None):
+            raise ValueError("env and cwd apply to a command, not to a url")
+        if self.restart_max_seconds < self.restart_initial_seconds:
+            raise ValueError("restart_max_seconds cannot be below restart_initial_seconds")
+        return self
+
+
+class McpConfig(BaseModel):
+    model_config = _STRICT
+
+    servers: tuple[McpServerConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> McpConfig:
+        seen: set[str] = set()
+        for server in self.servers:
+            if server.name in seen:
+                raise ValueError(f"two MCP servers are named '{server.name}'; names are prefixes")
+            seen.add(server.name)
+        return self
+
+
 def _default_policies() -> dict[str, ToolPolicy]:
     return {"default": ToolPolicy()}
 
@@ -104,6 +157,7 @@ class ToolwireConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @model_validator(mode="before")
     @classmethod
