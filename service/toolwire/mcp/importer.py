@@ -325,7 +325,13 @@ class McpImporter:
                 self._relist.clear()
                 await self._reconcile(client)
                 continue
-            await client.send_ping()
+            try:
+                await client.send_ping()
+            except MCPError as e:
+                # any answer, even "method not found" (pings are gone from newer
+                # protocol versions), shows the server is alive
+                if e.code in (mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT):
+                    raise
 
     async def _list(self, client: Client) -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
