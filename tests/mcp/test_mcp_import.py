@@ -167,3 +167,39 @@ def test_the_registry_sink_adds_replaces_removes_and_skips_taken_names(
         assert {d.name for d in registry.list()} == {"gh__taken"}
 
     asyncio.run(scenario())
+
+
+def test_a_server_that_cannot_start_is_retried_without_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolwire.mcp.importer import McpImporter
+
+    registry = ToolRegistry()
+    server = McpServerConfig(
+        name="ghost",
+        command=("/nonexistent/mcp-server",),
+        restart_initial_seconds=0.01,
+        restart_max_seconds=0.05,
+    )
+    importer = McpImporter(server, RegistrySink(registry, "ghost"))
+
+    async def scenario() -> None:
+        task = asyncio.create_task(importer.run())
+        try:
+            for _ in range(3000):
+                if importer.attempts >= 3:
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert importer.attempts >= 3 and importer.generation == 0
+        assert not importer.connected.is_set() and registry.list() == []
+        result = await importer.call("anything", {}, 1.0)
+        assert result.error_code is ErrorCode.PROVIDER_UNAVAILABLE
+        assert "'ghost'" in result.error
+
+    with caplog.at_level(logging.WARNING, logger="toolwire.mcp.import"):
+        asyncio.run(scenario())
+    assert "MCP server 'ghost' is unavailable" in caplog.text

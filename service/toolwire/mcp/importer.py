@@ -246,6 +246,8 @@ class McpImporter:
         """Set while a session with the server is up."""
         self.generation = 0
         """How many times a session has been established."""
+        self.attempts = 0
+        """How many times a session has been tried."""
 
     @property
     def tool_names(self) -> list[str]:
@@ -280,6 +282,7 @@ class McpImporter:
         server = self.server
         delay = server.restart_initial_seconds
         while True:
+            self.attempts += 1
             try:
                 async with self._open() as client:
                     self._lost.clear()
