@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import allowlist, approvals, audit, config, import_mcp, memory, remote, serve
+from . import allowlist, approvals, audit, config, import_mcp, mcp, memory, remote, serve
 
 
 def parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
     audit.add_commands(commands)
     allowlist.add_commands(commands)
     config.add_commands(commands)
+    mcp.add_commands(commands)
     import_mcp.add_commands(commands)
     return root
 

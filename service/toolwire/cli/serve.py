@@ -37,11 +37,16 @@ def _env_list(name: str) -> list[str]:
 
 
 def add_commands(commands: Any) -> None:
-    env = os.environ.get
     serve_cmd: argparse.ArgumentParser = commands.add_parser(
         "serve", help="run the registry server with the built-in tools"
     )
     serve_cmd.set_defaults(run=run)
+    add_server_arguments(serve_cmd)
+
+
+def add_server_arguments(serve_cmd: argparse.ArgumentParser) -> None:
+    """The flags of `toolwire serve` (also those of `toolwire mcp` in process)."""
+    env = os.environ.get
     serve_cmd.add_argument("--host", default=env("TOOLWIRE_HOST", "127.0.0.1"))
     serve_cmd.add_argument("--port", type=int, default=int(env("TOOLWIRE_PORT", "50051")))
     serve_cmd.add_argument(
