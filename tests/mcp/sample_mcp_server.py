@@ -1,6 +1,6 @@
 """A small MCP server, written with the `mcp` SDK, whose tools the import tests import.
 
-Runs over stdio. Environment:
+Runs over stdio, or over streamable HTTP with `--http PORT` (at /mcp). Environment:
 - SAMPLE_MCP_PID_FILE: write this process's pid there at start (for tests that kill it);
 - SAMPLE_MCP_EXTRA: when the named file exists at start, also serve `extra`
   (for tests that watch the tool list change across a restart).
@@ -9,6 +9,7 @@ Runs over stdio. Environment:
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
@@ -73,4 +74,7 @@ if (extra := os.environ.get("SAMPLE_MCP_EXTRA")) and Path(extra).exists():
 if __name__ == "__main__":
     if pid_file := os.environ.get("SAMPLE_MCP_PID_FILE"):
         Path(pid_file).write_text(str(os.getpid()), encoding="utf-8")
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on this port
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

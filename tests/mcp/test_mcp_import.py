@@ -203,3 +203,45 @@ def test_a_server_that_cannot_start_is_retried_without_tools(
     with caplog.at_level(logging.WARNING, logger="toolwire.mcp.import"):
         asyncio.run(scenario())
     assert "MCP server 'ghost' is unavailable" in caplog.text
+
+
+def test_a_streamable_http_server_is_imported_and_called() -> None:
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from toolwire.mcp.importer import McpImporter
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sample = str(Path(__file__).parent / "sample_mcp_server.py")
+    process = subprocess.Popen(
+        [sys.executable, sample, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    registry = ToolRegistry()
+    server = McpServerConfig(
+        name="web", url=f"http://127.0.0.1:{port}/mcp", restart_initial_seconds=0.1,
+        restart_max_seconds=0.5,
+    )  # fmt: skip
+    importer = McpImporter(server, RegistrySink(registry, "web"))
+
+    async def scenario() -> None:
+        task = asyncio.create_task(importer.run())
+        try:
+            await asyncio.wait_for(importer.connected.wait(), 60)
+            result = await registry.dispatch("web__add", {"a": 1, "b": 2})
+            assert result.success and result.output == "3", result.error
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
