@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -171,7 +170,8 @@ class McpFront:
     def __init__(self, registry: Registry, *, version: str = "") -> None:
         self.registry = registry
         self._listing: _Listing | None = None
-        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._sessions: dict[int, ServerSession] = {}
+        """One session per open connection: the one its notifications go through."""
         self._bus = InMemorySubscriptionBus()
         self.server: Server[Any] = Server(
             SERVER_NAME,
@@ -193,13 +193,13 @@ class McpFront:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._sessions.add(ctx.session)
+        self._remember(ctx.session)
         return types.ListToolsResult(tools=await self._list())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        self._sessions.add(ctx.session)
+        self._remember(ctx.session)
         value = (params.meta or {}).get(TICKET_META_KEY, "")
         ticket = value if isinstance(value, str) else ""
         result = await self.registry.dispatch(params.name, params.arguments or {}, ticket=ticket)
@@ -219,6 +219,17 @@ class McpFront:
             content=[types.TextContent(text=text)], structured_content=structured
         )
 
+    def _remember(self, session: ServerSession) -> None:
+        """Keep a session of the request's connection, until the connection
+        closes, to send it list changes. A `ServerSession` lives for one request
+        but notifies through its connection's channel; the SDK exposes the
+        connection only on the session, privately."""
+        connection = session._connection
+        key = id(connection)
+        if key not in self._sessions:
+            self._sessions[key] = session
+            connection.exit_stack.callback(self._sessions.pop, key, None)
+
     async def _declares_output(self, name: str) -> bool:
         if self._listing is None:
             await self._list()
@@ -231,12 +242,12 @@ class McpFront:
         async for _ in self.registry.changes():
             self._listing = None
             await self._bus.publish(ToolsListChanged())
-            for session in list(self._sessions):
+            for key, session in list(self._sessions.items()):
                 try:
                     await session.send_tool_list_changed()
-                except Exception as e:  # a session that ended
+                except Exception as e:  # a connection that ended
                     log.debug("list_changed not delivered: %s", e)
-                    self._sessions.discard(session)
+                    self._sessions.pop(key, None)
 
 
 async def serve_stdio(front: McpFront, stdin: Any = None, stdout: Any = None) -> None:
