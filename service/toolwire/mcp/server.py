@@ -30,6 +30,7 @@ import mcp_types as types
 import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -158,6 +159,23 @@ def error_text(name: str, result: ToolResult) -> str:
     return text
 
 
+class _ListChangingServer(Server[Any]):
+    """Declares `tools.listChanged` on every transport (streamable HTTP builds
+    its initialization options without arguments)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class _Listing:
     structured: frozenset[str]
@@ -173,7 +191,7 @@ class McpFront:
         self._sessions: dict[int, ServerSession] = {}
         """One session per open connection: the one its notifications go through."""
         self._bus = InMemorySubscriptionBus()
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _ListChangingServer(
             SERVER_NAME,
             version=version,
             instructions="toolwire's tools: each call is validated, policed and audited.",
@@ -182,8 +200,8 @@ class McpFront:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
 
-    def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+    def initialization_options(self) -> InitializationOptions:
+        return self.server.create_initialization_options()
 
     async def _list(self) -> list[types.Tool]:
         tools = mcp_tools(await self.registry.list_tools())
