@@ -43,6 +43,7 @@ baseline: install
 bench: install
 	$(BIN)/python bench/bench_dispatch.py $(ARGS)
 	$(BIN)/python bench/bench_code_mode.py
+	$(BIN)/python bench/bench_mcp.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
