@@ -300,12 +300,12 @@ async def serve_http(
                 await asyncio.sleep(0.01)
             bound = server.servers[0].sockets[0].getsockname()
             url = f"http://{_url_host(host)}:{bound[1]}/mcp"
-            log.info("toolwire MCP (streamable HTTP) on %s", url)
+            log.debug("toolwire MCP (streamable HTTP) on %s", url)
             if on_bound is not None:
                 maybe = on_bound(url)
                 if maybe is not None:
                     await maybe
-            await serving
+            await asyncio.shield(serving)  # cancelling us asks uvicorn to exit (below)
         finally:
             server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
