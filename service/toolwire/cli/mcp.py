@@ -40,7 +40,7 @@ from toolwire.auth import ALL_SCOPES, Principal
 from toolwire.mcp.server import LocalRegistry, McpFront, RemoteRegistry, serve_http, serve_stdio
 from toolwire.models import CallContext
 from toolwire.policy.config import ToolwireConfig
-from toolwire.server import ToolwireServers
+from toolwire.server import ToolwireServers, is_loopback
 
 from . import remote, serve
 
@@ -84,6 +84,16 @@ def add_commands(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.transport == "http" and not is_loopback(args.mcp_host):
+        # The MCP listener has no authentication of its own: every client
+        # acts as the MCP principal, so it must not be reachable from elsewhere.
+        print(
+            f"toolwire: the MCP listener serves every client as principal "
+            f"'{MCP_PRINCIPAL}' without authentication, so it listens on loopback only, "
+            f"not on {args.mcp_host}; put an authenticating proxy in front to serve others",
+            file=sys.stderr,
+        )
+        return 2
     wire = _claim_stdio() if args.transport == "stdio" else None
     context = CallContext(caller_id=MCP_PRINCIPAL, user_id=args.user_id)
     if args.target is not None:
