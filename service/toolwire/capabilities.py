@@ -18,13 +18,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .auth import LOCAL, Principal, Scope, digest
 from .models import CallContext, ErrorCode, ToolResult
-
-if TYPE_CHECKING:
-    from .registry import ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +74,6 @@ class RunGrant:
         self.calls.append(
             NestedCall(name, result.success, result.error_code, result.duration_seconds)
         )
-
-
-def granted_names(registry: ToolRegistry, grant: RunGrant) -> list[str]:
-    """The registered tools a run may use, sorted by name."""
-    return [d.name for d in registry.list() if grant.permits(d.name)]
 
 
 class Capabilities:

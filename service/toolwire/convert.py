@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
@@ -415,10 +414,9 @@ def list_filters_from_proto(request: rpb.ListRequest) -> ListFilters:
     )
 
 
-def list_response(page: ListPage, keep: Callable[[str], bool] | None = None) -> rpb.ListResponse:
-    """`keep` narrows the page to what a caller may see (a run's grant)."""
+def list_response(page: ListPage) -> rpb.ListResponse:
     return rpb.ListResponse(
-        tools=[definition_to_proto(d) for d in page.tools if keep is None or keep(d.name)],
+        tools=[definition_to_proto(d) for d in page.tools],
         next_page_token=page.next_page_token,
         registry_version=page.version,
         etag=page.etag,
